@@ -1,0 +1,1 @@
+"""Generators: render every file under prod/ from one source and named features."""

@@ -1,0 +1,202 @@
+"""`python -m generators`: render, write and check the production files.
+
+The only module of the package that parses arguments, prints, and picks exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from generators.check import Status, compare
+from generators.render import REGENERATE, render_all
+from generators.source import (
+    DEFAULT_SOURCE,
+    DEFAULT_TARGETS,
+    GENERATORS_DIR,
+    Target,
+    load_source,
+    load_targets,
+)
+from tierops.atomic import write_bytes_atomic
+from tierops.errors import TieropsError, UsageError
+from tierops.exitcodes import ExitCode, epilog
+from tierops.yamlio import PINNED_RUAMEL_VERSION, ruamel_version
+
+REPO_ROOT = GENERATORS_DIR.parent
+DEFAULT_PROD = REPO_ROOT / "prod"
+
+DESCRIPTION = """\
+Render the production compose files under prod/ from generators/glm53.source.yaml
+(what every file shares) and generators/glm53.targets.yaml (which features each
+engine replica gets). Exactly one mode:
+
+  --check            render in memory and compare byte for byte with prod/: report
+                     stale files (with a unified diff), missing and orphaned ones
+  --write            write the rendered files (atomically; unchanged files untouched)
+  --list             list the targets, their files and their replicas' features
+  --stdout TARGET    print one rendered file
+
+TARGET is a file stem (GLM-5.3-Flash-SGL-TP4-W4AFP8), a file name, or a path under
+prod/; without TARGETs, --check and --write cover every target.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m generators",
+        description=DESCRIPTION,
+        epilog=epilog("stale, missing or orphaned files (--check)"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--check", action="store_true", help="compare rendered bytes with prod/ (writes nothing)"
+    )
+    mode.add_argument("--write", action="store_true", help="write the rendered files to prod/")
+    mode.add_argument("--list", action="store_true", help="list the targets")
+    mode.add_argument("--stdout", metavar="TARGET", help="print one rendered file to standard output")
+    parser.add_argument("targets", nargs="*", metavar="TARGET", help="limit --check/--write to these targets")
+    parser.add_argument(
+        "--source", type=Path, default=DEFAULT_SOURCE, help="the shared source (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--targets-file", type=Path, default=DEFAULT_TARGETS, help="the targets (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--prod-dir", type=Path, default=DEFAULT_PROD, help="where the files live (default: %(default)s)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse prints its own one-line usage error
+        return ExitCode.OK if exc.code == 0 else ExitCode.USAGE
+    try:
+        return _run(args)
+    except TieropsError as error:
+        print(f"{error}", file=sys.stderr)
+        return int(error.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted; no file was half-written", file=sys.stderr)
+        return ExitCode.INTERNAL
+    except Exception as exc:  # a bug: one line, the traceback only on request
+        print(
+            f"internal error: {type(exc).__name__}: {exc} (a bug in the generators; rerun with TIEROPS_DEBUG=1 and report it)",
+            file=sys.stderr,
+        )
+        if os.environ.get("TIEROPS_DEBUG"):
+            traceback.print_exc()
+        return ExitCode.INTERNAL
+
+
+def _run(args: argparse.Namespace) -> int:
+    version = ruamel_version()
+    if version != PINNED_RUAMEL_VERSION:
+        note = (
+            f"ruamel.yaml {version} is imported but prod/ is emitted with the pinned "
+            f"{PINNED_RUAMEL_VERSION}; its bytes may differ. Use the nox sessions (`nox -s generated`, `{REGENERATE}`)"
+        )
+        if args.write:
+            raise UsageError(f"refusing to write: {note}")
+        print(f"warning: {note}", file=sys.stderr)
+
+    source = load_source(args.source)
+    targets = load_targets(source, args.targets_file)
+    prod_dir: Path = args.prod_dir
+    shown_dir = _shown(prod_dir)
+
+    if args.list:
+        for target in targets:
+            print(
+                f"{target.name}  {shown_dir}/{target.filename}  tier={target.tier}  hosts={','.join(target.hosts) or '-'}"
+            )
+            for replica, uses in target.replicas.items():
+                features = ", ".join(use.text for use in uses)
+                print(f"    {replica}: {features}")
+        return ExitCode.OK
+
+    if args.stdout:
+        (target,) = _select(targets, [args.stdout])
+        rendered = render_all(source, [target])
+        sys.stdout.buffer.write(rendered[target.filename])
+        sys.stdout.flush()
+        return ExitCode.OK
+
+    chosen = _select(targets, args.targets) if args.targets else targets
+    # Render everything before writing anything: a refusal leaves prod/ untouched.
+    rendered = render_all(source, chosen)
+    if args.write:
+        return _write(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
+    return _check(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
+
+
+def _write(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_orphans: bool) -> int:
+    for filename, data in rendered.items():
+        path = prod_dir / filename
+        if path.is_file() and path.read_bytes() == data:
+            print(f"unchanged {shown_dir}/{filename}")
+            continue
+        write_bytes_atomic(path, data)
+        print(f"wrote {shown_dir}/{filename}")
+    if check_orphans:
+        for report in compare(rendered, prod_dir, shown_dir):
+            if report.status is Status.ORPHANED:
+                print(
+                    f"note: {report.path} is claimed by no target; `git rm` it if it is obsolete, or declare a target for it",
+                    file=sys.stderr,
+                )
+    return ExitCode.OK
+
+
+def _check(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_orphans: bool) -> int:
+    reports = compare(rendered, prod_dir, shown_dir, orphans=check_orphans)
+    bad = [report for report in reports if not report.ok]
+    for report in reports:
+        if report.status is Status.CLEAN:
+            print(f"ok       {report.path}")
+        elif report.status is Status.STALE:
+            print(
+                f"stale    {report.path}: differs from what the generators produce (hand-edited, or source changed without `{REGENERATE}`)"
+            )
+            sys.stdout.write(report.diff)
+        elif report.status is Status.MISSING:
+            print(f"missing  {report.path}: a target renders it but it is not in {shown_dir}/")
+        else:
+            print(
+                f"orphaned {report.path}: no target claims it; `git rm` it, or declare its target in generators/glm53.targets.yaml"
+            )
+    if not bad:
+        print(f"{len(reports)} file(s) byte-identical to the generators' output")
+        return ExitCode.OK
+    fixable = any(report.status is not Status.ORPHANED for report in bad)
+    fix = f"; fix: `{REGENERATE}` and commit the result" if fixable else ""
+    print(f"{len(bad)} of {len(reports)} file(s) not as generated{fix}")
+    return ExitCode.FINDINGS
+
+
+def _select(targets: list[Target], names: Sequence[str]) -> list[Target]:
+    by_name = {target.name: target for target in targets}
+    chosen: list[Target] = []
+    for raw in names:
+        stem = Path(raw).name
+        stem = stem.removesuffix(".yaml")
+        if stem not in by_name:
+            raise UsageError(f"unknown target '{raw}'; targets: {', '.join(by_name)} (see --list)")
+        if by_name[stem] not in chosen:
+            chosen.append(by_name[stem])
+    return chosen
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(path)

@@ -1,0 +1,154 @@
+"""Assemble one engine replica: argv, env and config_variant from the skeleton and features.
+
+The variant is computed here, once, from the same layers that produce the argv and
+env, and `telemetry.py` copies it into both the engine's label and its scrape job:
+the two places cannot disagree because there is only one value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generators.features import FEATURE_ORDER, FEATURES, Layer, Stage, owner_of_env, owner_of_flag
+from generators.source import FeatureUse, GenerationRefused, Source, Target, engine_name
+
+
+@dataclass(frozen=True)
+class Engine:
+    replica: str
+    name: str
+    instance: str
+    gpus: tuple[str, ...]
+    port: int
+    argv: tuple[str, ...]
+    environment: tuple[tuple[str, str], ...]
+    variant: str
+    features: tuple[str, ...]
+
+
+def build_engines(source: Source, target: Target) -> list[Engine]:
+    """Every engine of `target`, in replica order; refusals are collected, then raised."""
+    problems: list[str] = []
+    engines: list[Engine] = []
+    for replica in target.replicas:
+        try:
+            engines.append(build_engine(source, target, replica))
+        except GenerationRefused as refused:
+            problems.extend(refused.lines)
+    if problems:
+        raise GenerationRefused(problems)
+    return engines
+
+
+def build_engine(source: Source, target: Target, replica_name: str) -> Engine:
+    replica = source.replicas[replica_name]
+    service = engine_name(source, replica_name)
+    context = f"{service} ({target.name})"
+    uses = sorted(target.replicas[replica_name], key=lambda use: FEATURE_ORDER[use.feature.name])
+    layers: dict[str, Layer] = {use.feature.name: use.feature.apply(use.args) for use in uses}
+    problems: list[str] = []
+
+    values = {
+        "model_path": source.model.snapshot_dir,
+        "served_name": source.model.served_name,
+        "port": str(source.engine.port),
+        "rendezvous_port": str(replica.rendezvous_port),
+    }
+    argv: list[str] = []
+    filled: set[str] = set()
+    for item in source.engine.argv:
+        if item.slot is None:
+            argv.extend(token.format_map(values) for token in item.tokens)
+            continue
+        feature = FEATURES.get(item.slot)
+        if feature is None or not feature.has_slot:
+            problems.append(
+                f"{item.where}: refused: 'feature: {item.slot}' is not a feature with an argv slot (slots: {', '.join(n for n, f in FEATURES.items() if f.has_slot)})"
+            )
+            continue
+        if item.slot in filled:
+            problems.append(f"{item.where}: refused: the base argv has two slots for feature '{item.slot}'")
+            continue
+        filled.add(item.slot)
+        if item.slot in layers:
+            argv.extend(layers[item.slot].slot)
+    for name, feature in FEATURES.items():
+        if feature.required and name not in layers:
+            problems.append(
+                f"{target.where}: refused: {context} lacks required feature '{name}' ({feature.summary}); add it to replica {replica_name}"
+            )
+        if feature.has_slot and name in layers and name not in filled:
+            problems.append(
+                f"{source.display}: refused: the base argv (engine.argv) has no `feature: {name}` slot, needed by {context}"
+            )
+    for use in uses:
+        argv.extend(layers[use.feature.name].tail)
+
+    environment = [(str(key), str(value)) for key, value in source.engine.environment.items()]
+    for use in uses:
+        environment.extend(layers[use.feature.name].env)
+    if problems:
+        raise GenerationRefused(problems)
+    return Engine(
+        replica=replica_name,
+        name=service,
+        instance=replica.instance,
+        gpus=replica.gpus,
+        port=source.engine.port,
+        argv=tuple(argv),
+        environment=tuple(environment),
+        variant=config_variant(source, target, argv, uses, layers),
+        features=tuple(use.feature.name for use in uses),
+    )
+
+
+def config_variant(
+    source: Source, target: Target, argv: list[str], uses: list[FeatureUse], layers: dict[str, Layer]
+) -> str:
+    """`<build>-<tier>-<quant>-<config features>-<hw>-tp<N>-ep<N>[-<ingestion features>]`."""
+    config = [layers[u.feature.name].suffix for u in uses if u.feature.stage is Stage.CONFIG]
+    ingestion = [layers[u.feature.name].suffix for u in uses if u.feature.stage is Stage.INGESTION]
+    engine = source.engine
+    tokens = [
+        engine.build,
+        target.tier,
+        engine.quantization,
+        *config,
+        engine.hardware,
+        f"tp{_flag_value(argv, '--tp-size')}",
+        f"ep{_flag_value(argv, '--ep-size')}",
+        *ingestion,
+    ]
+    return "-".join(token for token in tokens if token)
+
+
+def _flag_value(argv: list[str], flag: str) -> str:
+    for index, token in enumerate(argv[:-1]):
+        if token == flag:
+            return argv[index + 1]
+    raise GenerationRefused([f"refused: the base argv has no '{flag} N', which config_variant needs"])
+
+
+def source_conflicts(source: Source, context: str) -> list[str]:
+    """A source that already carries a feature's flag or env var would double it, or
+    carry it on replicas that must not have it: refuse, naming file, service and flag."""
+    problems: list[str] = []
+    for item in source.engine.argv:
+        for token in item.tokens:
+            owner = owner_of_flag(token) if token.startswith("--") else None
+            if owner is not None:
+                flag = token.split("=", 1)[0]
+                problems.append(
+                    f"{item.where}: refused: {context}: the source already carries {flag}, "
+                    f"which feature '{owner.name}' adds; remove it from engine.argv and list "
+                    f"'{owner.name}' for the replicas that need it"
+                )
+    for key, where in source.engine.environment_marks.items():
+        owner = owner_of_env(key)
+        if owner is not None:
+            problems.append(
+                f"{where}: refused: {context}: the source already carries env {key}, which "
+                f"feature '{owner.name}' adds; remove it from engine.environment and list "
+                f"'{owner.name}' for the replicas that need it"
+            )
+    return problems

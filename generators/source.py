@@ -1,0 +1,444 @@
+"""Load the hand-maintained source and the targets into typed, position-carrying data.
+
+Everything a user can get wrong in `glm53.source.yaml` or `glm53.targets.yaml` is
+caught here or in `engine.py` and reported as one line with `file:line:col`; the
+renderer only ever sees data that makes sense.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from generators.features import FEATURES, Feature, FeatureArgs
+from tierops.errors import InputError, RefusedError
+from tierops.yamlio import Mark, load_roundtrip, mark
+
+GENERATORS_DIR = Path(__file__).resolve().parent
+DEFAULT_SOURCE = GENERATORS_DIR / "glm53.source.yaml"
+DEFAULT_TARGETS = GENERATORS_DIR / "glm53.targets.yaml"
+
+TIERS = ("base", "canary", "long-context")
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+_STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# The placeholders a base argv item may use; anything else in braces is a typo.
+ARGV_PLACEHOLDERS = frozenset({"model_path", "served_name", "port", "rendezvous_port"})
+
+
+class GenerationRefused(RefusedError):
+    """One or more refusals, each already a full `file:line:col: message` line."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class ArgvItem:
+    """One item of the base argv: fixed tokens, or the slot of a feature."""
+
+    tokens: tuple[str, ...]
+    slot: str | None
+    where: Mark
+
+
+@dataclass(frozen=True)
+class Replica:
+    name: str
+    instance: str
+    gpus: tuple[str, ...]
+    rendezvous_port: int
+
+
+@dataclass(frozen=True)
+class Model:
+    served_name: str
+    repo: str
+    revision: str
+    precision: str
+    cache_dir: str
+
+    @property
+    def snapshot_dir(self) -> str:
+        repo_dir = "models--" + self.repo.replace("/", "--")
+        return f"{self.cache_dir}/hub/{repo_dir}/snapshots/{self.revision}"
+
+
+@dataclass(frozen=True)
+class EngineSkeleton:
+    name_template: str
+    port: int
+    build: str
+    quantization: str
+    hardware: str
+    argv: tuple[ArgvItem, ...]
+    environment: Mapping[str, Any]
+    environment_marks: Mapping[str, Mark]
+    service: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    display: str
+    images: Mapping[str, str]
+    project: str
+    model: Model
+    engine: EngineSkeleton
+    replicas: Mapping[str, Replica]
+    services: Mapping[str, Any]
+    service_marks: Mapping[str, Mark]
+    scrape_ports: Mapping[str, int]
+    volumes: Any
+    networks: Any
+    configs: Mapping[str, str]
+    collector_config: Any
+
+
+@dataclass(frozen=True)
+class FeatureUse:
+    feature: Feature
+    args: FeatureArgs
+    where: Mark
+
+    @property
+    def text(self) -> str:
+        """As a reviewer reads it: `chunk 8192`, `hicache(ram_budget=...)`, `dyntok`."""
+        if self.args.value is not None:
+            return f"{self.feature.name} {self.args.value}"
+        if self.args.options:
+            options = ", ".join(f"{k}={v}" for k, v in self.args.options.items())
+            return f"{self.feature.name}({options})"
+        return self.feature.name
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    tier: str
+    hosts: tuple[str, ...]
+    profile: str | None
+    discovery_port: int | None
+    registrar_environment: Mapping[str, str]
+    replicas: Mapping[str, tuple[FeatureUse, ...]]
+    where: Mark
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.yaml"
+
+
+class _Reader:
+    """Typed access to a loaded YAML tree that names file:line:col on every mistake."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.problems: list[str] = []
+
+    def at(self, container: Any, key: Any = None) -> Mark:
+        return mark(self.display, container, key)
+
+    def fail(self, where: Mark, message: str) -> None:
+        self.problems.append(f"{where}: {message}")
+
+    def mapping(self, container: Any, key: str, *, required: bool = True) -> Any:
+        value = container.get(key) if hasattr(container, "get") else None
+        if value is None:
+            if required:
+                self.fail(self.at(container), f"missing key '{key}' (a mapping)")
+            return None
+        if not hasattr(value, "items"):
+            self.fail(self.at(container, key), f"'{key}' must be a mapping")
+            return None
+        return value
+
+    def scalar(self, container: Any, key: str, kind: type, *, required: bool = True) -> Any:
+        value = container.get(key) if hasattr(container, "get") else None
+        if value is None:
+            if required:
+                self.fail(self.at(container), f"missing key '{key}'")
+            return None
+        # bool is an int in Python; an int field given `true` is still a mistake.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            self.fail(self.at(container, key), f"'{key}' must be {kind.__name__}, not {value!r}")
+            return None
+        return value
+
+    def strings(self, container: Any, key: str) -> tuple[str, ...] | None:
+        value = container.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.fail(self.at(container, key), f"'{key}' must be a list of strings")
+            return None
+        return tuple(value)
+
+
+def _placeholders(text: str) -> Iterator[str]:
+    for _, name, _, _ in string.Formatter().parse(text):
+        if name is not None:
+            yield name
+
+
+def load_source(path: Path = DEFAULT_SOURCE, *, display: str | None = None) -> Source:
+    shown = display or _display(path)
+    doc = load_roundtrip(path, display=shown)
+    if not hasattr(doc, "items"):
+        raise InputError("the source must be a YAML mapping", where=f"{shown}:1:1")
+    r = _Reader(shown)
+    images = _images(r, doc)
+    model_map = r.mapping(doc, "model") or {}
+    model = Model(
+        served_name=r.scalar(model_map, "served_name", str) or "",
+        repo=r.scalar(model_map, "repo", str) or "",
+        revision=r.scalar(model_map, "revision", str) or "",
+        precision=r.scalar(model_map, "precision", str) or "",
+        cache_dir=r.scalar(model_map, "cache_dir", str) or "",
+    )
+    engine = _engine(r, doc)
+    services = r.mapping(doc, "services") or {}
+    for name, spec in [("engine.service", engine.service), *services.items()]:
+        if not hasattr(spec, "get") or spec.get("image") not in images:
+            r.fail(r.at(spec, "image"), f"{name}: image must name an entry of images: ({', '.join(images)})")
+    scrape_ports: dict[str, int] = {}
+    for name, port in (r.mapping(doc, "scrape") or {}).items():
+        if name not in services:
+            r.fail(r.at(doc["scrape"], name), f"scrape: '{name}' is not a service of the source")
+        elif not isinstance(port, int) or isinstance(port, bool):
+            r.fail(r.at(doc["scrape"], name), f"scrape: port of '{name}' must be an int")
+        else:
+            scrape_ports[str(name)] = port
+    configs: dict[str, str] = {}
+    for name, content in (r.mapping(doc, "configs") or {}).items():
+        if isinstance(content, str):
+            configs[str(name)] = str(content)
+        else:
+            r.fail(r.at(doc["configs"], name), f"config '{name}' must be a block of text")
+    collector = r.mapping(doc, "collector_config")
+    project = r.scalar(doc, "project", str) or ""
+    replicas = _replicas(r, doc)
+    if r.problems:
+        raise GenerationRefused(r.problems)
+    return Source(
+        path=path,
+        display=shown,
+        images=images,
+        project=project,
+        model=model,
+        engine=engine,
+        replicas=replicas,
+        services=services,
+        service_marks={str(k): r.at(services, k) for k in services},
+        scrape_ports=scrape_ports,
+        volumes=doc.get("volumes"),
+        networks=doc.get("networks"),
+        configs=configs,
+        collector_config=collector,
+    )
+
+
+def _images(r: _Reader, doc: Any) -> dict[str, str]:
+    images: dict[str, str] = {}
+    for name, ref in (r.mapping(doc, "images") or {}).items():
+        if not isinstance(ref, str) or not _DIGEST.search(ref):
+            r.fail(r.at(doc["images"], name), f"image '{name}' must be pinned as name@sha256:<64 hex>")
+        else:
+            images[str(name)] = ref
+    return images
+
+
+def _engine(r: _Reader, doc: Any) -> EngineSkeleton:
+    engine_map = r.mapping(doc, "engine") or {}
+    variant_map = r.mapping(engine_map, "variant") or {}
+    env_map = r.mapping(engine_map, "environment") or {}
+    engine = EngineSkeleton(
+        name_template=r.scalar(engine_map, "name", str) or "",
+        port=r.scalar(engine_map, "port", int) or 0,
+        build=r.scalar(variant_map, "build", str) or "",
+        quantization=r.scalar(variant_map, "quantization", str) or "",
+        hardware=r.scalar(variant_map, "hardware", str) or "",
+        argv=_argv(r, engine_map),
+        environment=env_map,
+        environment_marks={str(k): r.at(env_map, k) for k in env_map},
+        service=r.mapping(engine_map, "service") or {},
+    )
+    if engine.name_template and "{replica}" not in engine.name_template:
+        r.fail(r.at(engine_map, "name"), "engine.name must contain {replica}")
+    return engine
+
+
+def _argv(r: _Reader, engine_map: Any) -> tuple[ArgvItem, ...]:
+    raw = engine_map.get("argv")
+    if not isinstance(raw, list) or not raw:
+        r.fail(r.at(engine_map), "engine.argv must be a non-empty list")
+        return ()
+    items: list[ArgvItem] = []
+    for index, item in enumerate(raw):
+        where = r.at(raw, index)
+        if hasattr(item, "items"):
+            slot = item.get("feature")
+            if set(item) != {"feature"} or not isinstance(slot, str):
+                r.fail(where, "an argv slot is written `feature: <name>`")
+            else:
+                items.append(ArgvItem(tokens=(), slot=slot, where=where))
+        elif isinstance(item, str) and item.strip():
+            for name in _placeholders(item):
+                if name not in ARGV_PLACEHOLDERS:
+                    known = ", ".join(sorted(ARGV_PLACEHOLDERS))
+                    r.fail(where, f"unknown placeholder {{{name}}} in argv item '{item}' (known: {known})")
+            items.append(ArgvItem(tokens=tuple(item.split()), slot=None, where=where))
+        else:
+            r.fail(where, f"an argv item is a string '--flag value' or `feature: <name>`, not {item!r}")
+    return tuple(items)
+
+
+def _replicas(r: _Reader, doc: Any) -> dict[str, Replica]:
+    replicas: dict[str, Replica] = {}
+    for name, spec in (r.mapping(doc, "replicas") or {}).items():
+        if not hasattr(spec, "items"):
+            r.fail(r.at(doc["replicas"], name), f"replica '{name}' must be a mapping")
+            continue
+        replicas[str(name)] = Replica(
+            name=str(name),
+            instance=r.scalar(spec, "instance", str) or "",
+            gpus=r.strings(spec, "gpus") or (),
+            rendezvous_port=r.scalar(spec, "rendezvous_port", int) or 0,
+        )
+    return replicas
+
+
+def load_targets(source: Source, path: Path = DEFAULT_TARGETS, *, display: str | None = None) -> list[Target]:
+    shown = display or _display(path)
+    doc = load_roundtrip(path, display=shown)
+    if not hasattr(doc, "items") or not doc:
+        raise InputError("the targets file must be a non-empty YAML mapping", where=f"{shown}:1:1")
+    r = _Reader(shown)
+    targets: list[Target] = []
+    for name, spec in doc.items():
+        where = r.at(doc, name)
+        if not isinstance(name, str) or not _STEM.match(name):
+            r.fail(where, f"target name {name!r} is not a valid file stem")
+            continue
+        if not hasattr(spec, "items"):
+            r.fail(where, f"target '{name}' must be a mapping")
+            continue
+        known_keys = {"tier", "hosts", "profile", "discovery_port", "registrar_environment", "replicas"}
+        for key in spec:
+            if key not in known_keys:
+                r.fail(
+                    r.at(spec, key),
+                    f"target '{name}': unknown key '{key}' (known: {', '.join(sorted(known_keys))})",
+                )
+        tier = r.scalar(spec, "tier", str)
+        if tier is not None and tier not in TIERS:
+            r.fail(
+                r.at(spec, "tier"), f"target '{name}': tier must be one of {', '.join(TIERS)}, not '{tier}'"
+            )
+        registrar_env = r.mapping(spec, "registrar_environment", required=False) or {}
+        replicas_map = r.mapping(spec, "replicas") or {}
+        replicas: dict[str, tuple[FeatureUse, ...]] = {}
+        for replica, features in replicas_map.items():
+            rwhere = r.at(replicas_map, replica)
+            if replica not in source.replicas:
+                r.fail(
+                    rwhere,
+                    f"target '{name}': unknown replica '{replica}' (the source declares {', '.join(source.replicas)})",
+                )
+                continue
+            if not isinstance(features, list):
+                r.fail(rwhere, f"target '{name}', replica {replica}: features must be a list")
+                continue
+            replicas[str(replica)] = tuple(
+                _feature_uses(r, name, str(replica), features, source, engine_name(source, str(replica)))
+            )
+        targets.append(
+            Target(
+                name=name,
+                tier=tier or "",
+                hosts=tuple(str(h) for h in spec.get("hosts") or ()),
+                profile=r.scalar(spec, "profile", str, required=False),
+                discovery_port=r.scalar(spec, "discovery_port", int, required=False),
+                registrar_environment={str(k): str(v) for k, v in registrar_env.items()},
+                replicas=replicas,
+                where=where,
+            )
+        )
+    if r.problems:
+        raise GenerationRefused(r.problems)
+    return targets
+
+
+def engine_name(source: Source, replica: str) -> str:
+    return source.engine.name_template.replace("{replica}", replica)
+
+
+def _feature_uses(
+    r: _Reader, target: str, replica: str, items: list[Any], source: Source, service: str
+) -> Iterator[FeatureUse]:
+    seen: dict[str, Mark] = {}
+    for index, item in enumerate(items):
+        where = r.at(items, index)
+        if isinstance(item, str):
+            name, raw = item, None
+        elif hasattr(item, "items") and len(item) == 1:
+            name, raw = next(iter(item.items()))
+        else:
+            r.fail(
+                where,
+                f"refused: {service} ({target}): a feature is written `name` or `name: value`, not {item!r}",
+            )
+            continue
+        feature = FEATURES.get(str(name))
+        if feature is None:
+            r.fail(
+                where,
+                f"refused: unknown feature '{name}' for {service} ({target}); known features: {', '.join(FEATURES)}",
+            )
+            continue
+        if feature.name in seen:
+            r.fail(
+                where,
+                f"refused: feature '{feature.name}' listed twice for {service} ({target}), first at line {seen[feature.name].line}; list each feature once",
+            )
+            continue
+        seen[feature.name] = where
+        args = _feature_args(r, where, feature, raw, service, target)
+        if args is not None:
+            yield FeatureUse(feature=feature, args=args, where=where)
+
+
+def _feature_args(
+    r: _Reader, where: Mark, feature: Feature, raw: Any, service: str, target: str
+) -> FeatureArgs | None:
+    context = f"feature '{feature.name}' of {service} ({target})"
+    if feature.value_type is not None:
+        if not isinstance(raw, int) or isinstance(raw, bool) or raw <= 0:
+            r.fail(where, f"refused: {context} needs a positive integer, written `{feature.name}: N`")
+            return None
+        return FeatureArgs(value=raw)
+    if raw is None:
+        return FeatureArgs()
+    if feature.options and hasattr(raw, "items"):
+        unknown = [str(k) for k in raw if k not in feature.options]
+        if unknown:
+            r.fail(
+                where,
+                f"refused: {context}: unknown option(s) {', '.join(unknown)} (known: {', '.join(feature.options)})",
+            )
+            return None
+        return FeatureArgs(options={str(k): str(v) for k, v in raw.items()})
+    r.fail(where, f"refused: {context} takes no value")
+    return None
+
+
+def _display(path: Path) -> str:
+    """Paths relative to the repository root in messages, as a user would type them."""
+    try:
+        return str(path.resolve().relative_to(GENERATORS_DIR.parent))
+    except ValueError:
+        return str(path)
