@@ -1,0 +1,1 @@
+"""rollout: compare production files between refs, plan their rollout, tag releases."""

@@ -1,0 +1,1 @@
+"""Validators: the production contracts, judged independently of generators/."""
