@@ -23,7 +23,7 @@ from generators.source import (
     load_targets,
 )
 from tierops.atomic import write_bytes_atomic
-from tierops.errors import TieropsError, UsageError
+from tierops.errors import OutputError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlio import PINNED_RUAMEL_VERSION, ruamel_version
 
@@ -144,7 +144,11 @@ def _write(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
         if path.is_file() and path.read_bytes() == data:
             print(f"unchanged {shown_dir}/{filename}")
             continue
-        write_bytes_atomic(path, data)
+        try:
+            write_bytes_atomic(path, data)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise OutputError(f"cannot write {shown_dir}/{filename}: {reason}; the previous file is intact") from None
         print(f"wrote {shown_dir}/{filename}")
     if check_orphans:
         for report in compare(rendered, prod_dir, shown_dir):

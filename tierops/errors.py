@@ -36,3 +36,9 @@ class InputError(TieropsError):
 
 class RefusedError(TieropsError):
     """A request that is well-formed but would produce something wrong (refused generation)."""
+
+
+class OutputError(TieropsError):
+    """The machine failed us (disk full, permission denied) while writing output."""
+
+    exit_code = ExitCode.INTERNAL

@@ -1,0 +1,52 @@
+"""`--write` never leaves a half-written file, whatever happens during the write."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from generators.cli import main
+from tests.conftest import LONG_CONTEXT
+from tierops.atomic import write_bytes_atomic
+
+
+def test_a_failure_during_write_leaves_the_previous_file_intact(
+    prod_copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = prod_copy / LONG_CONTEXT.name
+    target.write_bytes(b"# previous content\n")
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    assert main(["--write", "--prod-dir", str(prod_copy)]) == 3
+    err = capsys.readouterr().err
+    assert err == f"cannot write {prod_copy}/{LONG_CONTEXT.name}: No space left on device; the previous file is intact\n"
+    assert target.read_bytes() == b"# previous content\n"
+    assert not [p for p in prod_copy.iterdir() if p.name.startswith(".")], "temp file left behind"
+
+
+def test_an_interrupted_rename_leaves_the_previous_file_and_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "file.yaml"
+    target.write_bytes(b"old\n")
+
+    def interrupted(self: Path, other: Path) -> Path:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_bytes_atomic(target, b"new\n")
+    assert target.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.yaml"]
+
+
+def test_a_successful_write_replaces_the_file_with_mode_0644(tmp_path: Path) -> None:
+    target = tmp_path / "file.yaml"
+    target.write_bytes(b"old\n")
+    target.chmod(0o600)
+    write_bytes_atomic(target, b"new\n")
+    assert target.read_bytes() == b"new\n"
+    assert target.stat().st_mode & 0o777 == 0o644
