@@ -148,7 +148,9 @@ def _write(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
             write_bytes_atomic(path, data)
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            raise OutputError(f"cannot write {shown_dir}/{filename}: {reason}; the previous file is intact") from None
+            raise OutputError(
+                f"cannot write {shown_dir}/{filename}: {reason}; the previous file is intact"
+            ) from None
         print(f"wrote {shown_dir}/{filename}")
     if check_orphans:
         for report in compare(rendered, prod_dir, shown_dir):

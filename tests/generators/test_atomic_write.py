@@ -24,12 +24,17 @@ def test_a_failure_during_write_leaves_the_previous_file_intact(
     monkeypatch.setattr(os, "fsync", failing_fsync)
     assert main(["--write", "--prod-dir", str(prod_copy)]) == 3
     err = capsys.readouterr().err
-    assert err == f"cannot write {prod_copy}/{LONG_CONTEXT.name}: No space left on device; the previous file is intact\n"
+    assert (
+        err
+        == f"cannot write {prod_copy}/{LONG_CONTEXT.name}: No space left on device; the previous file is intact\n"
+    )
     assert target.read_bytes() == b"# previous content\n"
     assert not [p for p in prod_copy.iterdir() if p.name.startswith(".")], "temp file left behind"
 
 
-def test_an_interrupted_rename_leaves_the_previous_file_and_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_rename_leaves_the_previous_file_and_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "file.yaml"
     target.write_bytes(b"old\n")
 

@@ -15,7 +15,9 @@ from tests.conftest import LONG_CONTEXT, PROD, ROOT
 FILES = sorted(path.name for path in PROD.glob("*.yaml"))
 
 
-def test_committed_files_are_byte_identical_to_the_generators_output(capsys: pytest.CaptureFixture[str]) -> None:
+def test_committed_files_are_byte_identical_to_the_generators_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["--check"]) == 0
     out = capsys.readouterr().out
     for name in FILES:
@@ -39,7 +41,9 @@ def test_a_one_byte_edit_is_stale_with_a_diff_and_the_fix_command(
     edited.write_bytes(data[: index + 3] + b"3" + data[index + 4 :])
     assert main(["--check", "--prod-dir", str(prod_copy)]) == 1
     out = capsys.readouterr().out
-    assert f"stale    {_shown(prod_copy)}/{LONG_CONTEXT.name}: differs from what the generators produce" in out
+    assert (
+        f"stale    {_shown(prod_copy)}/{LONG_CONTEXT.name}: differs from what the generators produce" in out
+    )
     assert f"--- {_shown(prod_copy)}/{LONG_CONTEXT.name} (committed)" in out
     assert '-      - "3"' in out and '+      - "2"' in out
     assert "fix: `nox -s generate`" in out
@@ -87,7 +91,9 @@ def test_write_of_one_target_writes_only_that_file(prod_copy: Path) -> None:
 def test_list_names_every_target_with_its_replicas_features(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--list"]) == 0
     out = capsys.readouterr().out
-    assert "GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext  prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml" in out
+    assert (
+        "GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext  prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml" in out
+    )
     assert "    r1: chunk 8192, qsplit, hicache, pdi 1, dyntok" in out
     assert "    r2: chunk 4096, hicache, pdi 1" in out
 

@@ -41,7 +41,11 @@ def test_a_source_already_carrying_the_ingestion_flag_is_refused(
     source_copy: tuple[Path, Path], prod_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source, targets = source_copy
-    _replace(source, "    - --enable-cache-report\n", "    - --enable-cache-report\n    - --enable-dynamic-batch-tokenizer\n")
+    _replace(
+        source,
+        "    - --enable-cache-report\n",
+        "    - --enable-cache-report\n    - --enable-dynamic-batch-tokenizer\n",
+    )
     code, err = _run(source, targets, prod_copy, capsys)
     assert code == 2
     line = _line_of(source, "- --enable-dynamic-batch-tokenizer")
@@ -57,7 +61,11 @@ def test_a_source_carrying_a_feature_flag_as_flag_equals_value_is_refused(
     source_copy: tuple[Path, Path], prod_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source, targets = source_copy
-    _replace(source, "    - --enable-cache-report\n", "    - --enable-cache-report\n    - --hicache-write-policy=write_back\n")
+    _replace(
+        source,
+        "    - --enable-cache-report\n",
+        "    - --enable-cache-report\n    - --hicache-write-policy=write_back\n",
+    )
     code, err = _run(source, targets, prod_copy, capsys)
     assert code == 2
     assert "already carries --hicache-write-policy, which feature 'hicache' adds" in err
@@ -131,7 +139,11 @@ def test_a_replica_without_a_required_feature_is_refused(
         ("      - chunk: 8192\n", "      - chunk: big\n", "feature 'chunk' of model-sg-glm53-w4afp8-tp4-r1"),
         ("      - qsplit\n", "      - qsplit: 2\n", "feature 'qsplit' of model-sg-glm53-w4afp8-tp4-r1"),
         ("          ram_budget:", "          ram_budgte:", "unknown option(s) ram_budgte"),
-        ("    r2:\n      - chunk: 4096\n      - pdi: 1\n", "    r3:\n      - chunk: 4096\n      - pdi: 1\n", "unknown replica 'r3'"),
+        (
+            "    r2:\n      - chunk: 4096\n      - pdi: 1\n",
+            "    r3:\n      - chunk: 4096\n      - pdi: 1\n",
+            "unknown replica 'r3'",
+        ),
         ("  tier: base\n", "  tier: bass\n", "tier must be one of base, canary, long-context, not 'bass'"),
     ],
 )

@@ -67,7 +67,9 @@ def test_r1_owns_gpus_0_to_3_and_r2_owns_4_to_7(documents: dict[str, Any]) -> No
             assert device == {"driver": "nvidia", "device_ids": gpus, "capabilities": ["gpu"]}
 
 
-def test_both_long_context_engines_end_with_the_ingestion_flag_exactly_once(documents: dict[str, Any]) -> None:
+def test_both_long_context_engines_end_with_the_ingestion_flag_exactly_once(
+    documents: dict[str, Any],
+) -> None:
     for engine in ENGINES:
         service = documents[LONG]["services"][engine]
         assert service["command"].count(INGESTION_FLAG) == 1
@@ -93,8 +95,14 @@ def test_variants_follow_the_template_of_the_spec(documents: dict[str, Any]) -> 
     assert variant(BASE, ENGINES[1]) == "fc91d24-base-w4afp8-c4096-pdi1-h200-tp4-ep4"
     assert variant(CANARY, ENGINES[0]) == "fc91d24-canary-w4afp8-c4096-pdi1-h200-tp4-ep4"
     assert variant(CANARY, ENGINES[1]) == "fc91d24-canary-w4afp8-c4096-hicache-pdi1-h200-tp4-ep4"
-    assert variant(LONG, ENGINES[0]) == "fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi1-h200-tp4-ep4-dyntok"
-    assert variant(LONG, ENGINES[1]) == "fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi2-h200-tp4-ep4-dyntok"
+    assert (
+        variant(LONG, ENGINES[0])
+        == "fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi1-h200-tp4-ep4-dyntok"
+    )
+    assert (
+        variant(LONG, ENGINES[1])
+        == "fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi2-h200-tp4-ep4-dyntok"
+    )
 
 
 def test_engine_and_scrape_job_labels_agree_everywhere(documents: dict[str, Any]) -> None:
@@ -145,7 +153,9 @@ def test_files_are_utf8_lf_with_one_trailing_newline_and_a_generated_header() ->
         assert b"nox -s generate" in data.split(b"\nname:")[0]
 
 
-def test_removing_dyntok_from_one_replica_changes_exactly_that_replicas_flag_and_variant(tmp_path: Path) -> None:
+def test_removing_dyntok_from_one_replica_changes_exactly_that_replicas_flag_and_variant(
+    tmp_path: Path,
+) -> None:
     text = TARGETS.read_text()
     head, tail = text.rsplit("      - dyntok\n", 1)  # the last one: r2 of the long-context target
     targets = tmp_path / "targets.yaml"
