@@ -6,9 +6,7 @@ The only module of the package that parses arguments, prints, and picks exit cod
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,7 +21,8 @@ from generators.source import (
     load_targets,
 )
 from tierops.atomic import write_bytes_atomic
-from tierops.errors import OutputError, TieropsError, UsageError
+from tierops.cli import guarded, parse
+from tierops.errors import OutputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlio import PINNED_RUAMEL_VERSION, ruamel_version
 
@@ -74,27 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse prints its own one-line usage error
-        return ExitCode.OK if exc.code == 0 else ExitCode.USAGE
-    try:
-        return _run(args)
-    except TieropsError as error:
-        print(f"{error}", file=sys.stderr)
-        return int(error.exit_code)
-    except KeyboardInterrupt:
-        print("interrupted; no file was half-written", file=sys.stderr)
-        return ExitCode.INTERNAL
-    except Exception as exc:  # a bug: one line, the traceback only on request
-        print(
-            f"internal error: {type(exc).__name__}: {exc} (a bug in the generators; rerun with TIEROPS_DEBUG=1 and report it)",
-            file=sys.stderr,
-        )
-        if os.environ.get("TIEROPS_DEBUG"):
-            traceback.print_exc()
-        return ExitCode.INTERNAL
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return guarded(lambda: _run(args), tool="the generators")
 
 
 def _run(args: argparse.Namespace) -> int:

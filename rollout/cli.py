@@ -7,14 +7,11 @@ Subcommands are listed in `COMMANDS`, a plain dict (no discovery magic); each li
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import traceback
 from collections.abc import Sequence
 from types import ModuleType
 
-from tierops.errors import TieropsError
-from tierops.exitcodes import ExitCode, epilog
+from tierops.cli import guarded, parse
+from tierops.exitcodes import epilog
 
 COMMANDS: dict[str, ModuleType] = {}
 
@@ -40,25 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed a one-line usage error
-        return ExitCode.OK if exc.code == 0 else ExitCode.USAGE
-    try:
-        result: int = COMMANDS[args.command].run(args)
-        return result
-    except TieropsError as error:
-        print(str(error), file=sys.stderr)
-        return int(error.exit_code)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return ExitCode.INTERNAL
-    except Exception as exc:  # a bug: one line, the traceback only on request
-        print(
-            f"internal error: {type(exc).__name__}: {exc} (a bug in rollout; rerun with TIEROPS_DEBUG=1 and report it)",
-            file=sys.stderr,
-        )
-        if os.environ.get("TIEROPS_DEBUG"):
-            traceback.print_exc()
-        return ExitCode.INTERNAL
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return guarded(lambda: int(COMMANDS[args.command].run(args)), tool="rollout")

@@ -1,0 +1,46 @@
+"""What every entry point does around its real work: errors become one line and an exit code.
+
+A `TieropsError` prints as `where: what; hint` with its own exit code; an interrupt
+and an unexpected exception exit 3 with one line. The traceback of a bug is printed
+only with TIEROPS_DEBUG=1, so users never see one for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from tierops.errors import TieropsError
+from tierops.exitcodes import ExitCode
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
+    """Parse arguments; argparse's own exit (usage error or --help) becomes an exit code."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed --help or a one-line usage error
+        return ExitCode.OK if exc.code in (0, None) else ExitCode.USAGE
+
+
+def guarded(work: Callable[[], int], *, tool: str) -> int:
+    """Run `work`; turn every way it can fail into one line on stderr and an exit code."""
+    try:
+        return work()
+    except TieropsError as error:
+        print(str(error), file=sys.stderr)
+        return int(error.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return ExitCode.INTERNAL
+    except Exception as exc:  # a bug: one line, the traceback only on request
+        print(
+            f"internal error: {type(exc).__name__}: {exc} "
+            f"(a bug in {tool}; rerun with TIEROPS_DEBUG=1 and report it)",
+            file=sys.stderr,
+        )
+        if os.environ.get("TIEROPS_DEBUG"):
+            traceback.print_exc()
+        return ExitCode.INTERNAL
