@@ -18,7 +18,7 @@ file order; the rendered JSON is kept in build/rendered/<stem>.json for later ch
 A failing case (the dummy for HUGGING_FACE_HUB_TOKEN deleted; compose only warns):
 
     prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml:18:17: [error] required variable HUGGING_FACE_HUB_TOKEN
-    (${HUGGING_FACE_HUB_TOKEN}) has no value in ci/dummy.env (also line 91); add an obviously
+    (${HUGGING_FACE_HUB_TOKEN}) has no value in ci/dummy.env (also lines 83, 184); add an obviously
     fake `HUGGING_FACE_HUB_TOKEN=dummy-...` line (dummy-missing)
 """
 
