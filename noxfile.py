@@ -104,7 +104,7 @@ def compose_bench(session: nox.Session) -> None:
 
 @nox.session(name="ci-report", default=False)
 def ci_report(session: nox.Session) -> None:
-    """GitHub Actions only: validator annotations, and the diff and plan in the step summary."""
+    """For GitHub Actions: validator annotations, diff and plan in the step summary (locally: printed)."""
     install(session, "runtime")
     session.run("python", "-m", "ci.github_report")
 
