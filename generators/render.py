@@ -45,6 +45,11 @@ _AMBIGUOUS = re.compile(
 )
 
 
+# Inside a flow collection (`[CMD, curl, ...]`) libyaml, unlike ruamel.yaml, refuses a
+# plain scalar with a colon (`http://localhost:8000/health`): quote those.
+_FLOW_UNSAFE = re.compile(r"[:,\[\]{}#]")
+
+
 def render_all(source: Source, targets: list[Target]) -> dict[str, bytes]:
     """Every target's file name and bytes; refusals of all targets are reported together."""
     problems: list[str] = []
@@ -239,22 +244,24 @@ def _collector_text(source: Source, subjects: list[Subject]) -> str:
     return stream.getvalue()
 
 
-def _out(value: Any) -> Any:
+def _out(value: Any, *, flow: bool = False) -> Any:
     """A fresh copy for output: new containers (no source comments), flow style kept."""
     if isinstance(value, Mapping):
+        inner = flow or _is_flow(value)
         mapping = CommentedMap()
         for key, item in value.items():
-            mapping[str(key)] = _out(item)
-        if _is_flow(value):
+            mapping[str(key)] = _out(item, flow=inner)
+        if inner:
             mapping.fa.set_flow_style()
         return mapping
     if isinstance(value, list | tuple):
-        sequence = CommentedSeq(_out(item) for item in value)
-        if _is_flow(value):
+        inner = flow or _is_flow(value)
+        sequence = CommentedSeq(_out(item, flow=inner) for item in value)
+        if inner:
             sequence.fa.set_flow_style()
         return sequence
     if isinstance(value, str):
-        return _scalar(value)
+        return _scalar(value, flow=flow)
     return value
 
 
@@ -274,11 +281,11 @@ def _is_flow(value: Any) -> bool:
     return bool(fa is not None and fa.flow_style())
 
 
-def _scalar(text: str) -> str:
+def _scalar(text: str, *, flow: bool = False) -> str:
     styled: str
     if isinstance(text, LiteralScalarString) or "\n" in text:
         styled = LiteralScalarString(str(text))
-    elif _AMBIGUOUS.match(text):
+    elif _AMBIGUOUS.match(text) or (flow and _FLOW_UNSAFE.search(text)):
         styled = DoubleQuotedScalarString(text)
     else:
         styled = str(text)

@@ -190,3 +190,12 @@ def test_feature_order_in_the_targets_file_does_not_change_the_output(tmp_path: 
     targets = tmp_path / "targets.yaml"
     targets.write_text(shuffled)
     assert _render(targets) == _render()
+
+
+def test_yaml_1_1_readers_and_libyaml_read_the_same_document_as_ruamel(documents: dict[str, Any]) -> None:
+    """PyYAML (YAML 1.1, libyaml underneath) must not read a port as an int, an argv
+    token as a float, or refuse a URL in a flow list: the one quoting rule prevents it."""
+    import yaml
+
+    for path in PROD.glob("*.yaml"):
+        assert yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader) == documents[path.name]
