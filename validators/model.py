@@ -11,6 +11,7 @@ is recorded in `Service.problems` and reported by compose-hygiene.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -122,6 +123,8 @@ class Service:
 class ComposeFile:
     doc: Document
     services: dict[str, Service]
+    # Derived views several rule families share (the parsed collector config), built once.
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def path(self) -> str:
@@ -220,3 +223,12 @@ def _key_values(service: Service, body: YMap, key: str) -> tuple[dict[str, str |
 
 def canonical(flag: str) -> str:
     return FLAG_ALIASES.get(flag, flag)
+
+
+_DIGEST = re.compile(r"@sha256:(?P<hex>[0-9a-f]{64})$")
+
+
+def engine_image_prefix(image: str) -> str | None:
+    """The `engine_image` label of an image: the first 12 hex of its digest."""
+    match = _DIGEST.search(image)
+    return match.group("hex")[:12] if match else None
