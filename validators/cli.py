@@ -50,22 +50,32 @@ def _parser() -> argparse.ArgumentParser:
         help="run only this rule family (repeatable; default: all)",
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too (exit 1)")
-    parser.add_argument("--list-rules", action="store_true", help="print the rule ids and what each checks, then exit")
+    parser.add_argument(
+        "--list-rules", action="store_true", help="print the rule ids and what each checks, then exit"
+    )
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     args = _parser().parse_args(argv)
     if args.list_rules:
         for rule_id in ALL_IDS:
-            summary = "the file reads as one YAML mapping (always on)" if rule_id == LOADER_ID else RULES[rule_id].SUMMARY
+            summary = (
+                "the file reads as one YAML mapping (always on)"
+                if rule_id == LOADER_ID
+                else RULES[rule_id].SUMMARY
+            )
             out.write(f"{rule_id}: {summary}\n")
         return ExitCode.OK
     files: list[Path] = list(args.files) or sorted(Path().glob(DEFAULT_GLOB))
     if not files:
-        err.write(f"error: no files to check: {DEFAULT_GLOB} matched nothing; run from the repository root or name files\n")
+        err.write(
+            f"error: no files to check: {DEFAULT_GLOB} matched nothing; run from the repository root or name files\n"
+        )
         return ExitCode.USAGE
     selected = [rule for rule in RULES if not args.rule or rule in args.rule]
     try:
@@ -75,7 +85,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         err.write(f"error: {exc}\n")
         return exc.exit_code
     except Exception as exc:  # a bug in a rule: one line, the documented exit code
-        err.write(f"internal error: {type(exc).__name__}: {exc} (a bug in validators; please report it with this line)\n")
+        err.write(
+            f"internal error: {type(exc).__name__}: {exc} (a bug in validators; please report it with this line)\n"
+        )
         return ExitCode.INTERNAL
     name = formats.resolve(args.format, dict(os.environ))
     out.write(formats.FORMATTERS[name](report.findings))

@@ -85,7 +85,11 @@ def _jobs(config: Embedded, data: YMap, receiver: str) -> Collector:
     jobs: list[ScrapeJob] = []
     receiver_node = dig(data, "receivers", receiver, "config")
     scrape = dig(receiver_node, "scrape_configs")
-    scrape_pos = config.outer(receiver_node.at("scrape_configs")) if isinstance(receiver_node, YMap) else config.key_pos
+    scrape_pos = (
+        config.outer(receiver_node.at("scrape_configs"))
+        if isinstance(receiver_node, YMap)
+        else config.key_pos
+    )
     if isinstance(scrape, YList):
         for index, item in enumerate(scrape):
             if not isinstance(item, YMap):
@@ -100,7 +104,9 @@ def _jobs(config: Embedded, data: YMap, receiver: str) -> Collector:
                     continue
                 targets = static.get("targets")
                 if isinstance(targets, YList):
-                    job.targets.extend((scalar_text(t), config.outer(targets.at(i))) for i, t in enumerate(targets))
+                    job.targets.extend(
+                        (scalar_text(t), config.outer(targets.at(i))) for i, t in enumerate(targets)
+                    )
                 labels = static.get("labels")
                 if isinstance(labels, YMap):
                     job.labels_pos = config.outer(static.at("labels"))

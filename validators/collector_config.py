@@ -46,14 +46,16 @@ _ENV_REF = re.compile(r"\$\{env:(?P<var>[A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 _KINDS = {"receivers": "receivers", "processors": "processors", "exporters": "exporters"}
 
 
-def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:  # noqa: PLR0912 (one branch per check)
     col = ctx.contract.telemetry["collector"]
     path = compose.path
     service = compose.services.get(str(col["service"]))
     parsed = collector(compose, str(col["config"]), str(col["receiver"]))
     if parsed is None:
         if service is not None:
-            yield error(path, service.pos, ID, f"{service.name} has no inline config configs.{col['config']}.content")
+            yield error(
+                path, service.pos, ID, f"{service.name} has no inline config configs.{col['config']}.content"
+            )
         return
     if parsed.problem is not None:
         yield parsed.problem._replace(rule=ID)
@@ -62,8 +64,14 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     assert data is not None  # set whenever there is no problem
     pipelines = dig(data, "service", "pipelines")
     if not isinstance(pipelines, YMap) or not pipelines:
-        pos = parsed.node_pos(dig(data, "service"), "pipelines") if isinstance(dig(data, "service"), YMap) else parsed.outer(data.pos)
-        yield error(path, pos, ID, "collector config has no service.pipelines; the collector would export nothing")
+        pos = (
+            parsed.node_pos(dig(data, "service"), "pipelines")
+            if isinstance(dig(data, "service"), YMap)
+            else parsed.outer(data.pos)
+        )
+        yield error(
+            path, pos, ID, "collector config has no service.pipelines; the collector would export nothing"
+        )
     else:
         for name, pipeline in pipelines.items():
             if not isinstance(pipeline, YMap):
@@ -71,7 +79,14 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
                 continue
             for kind in ("receivers", "exporters"):
                 if not isinstance(pipeline.get(kind), YList) or not pipeline[kind]:
-                    yield error(path, parsed.node_pos(pipeline, kind) if kind in pipeline else parsed.node_pos(pipelines, name), ID, f"pipeline {name} names no {kind}")
+                    yield error(
+                        path,
+                        parsed.node_pos(pipeline, kind)
+                        if kind in pipeline
+                        else parsed.node_pos(pipelines, name),
+                        ID,
+                        f"pipeline {name} names no {kind}",
+                    )
             for kind in _KINDS:
                 components = pipeline.get(kind)
                 if not isinstance(components, YList):

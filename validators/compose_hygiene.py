@@ -67,15 +67,29 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
         yield from _name(path, service)
         yield from _image(path, service)
         if "build" in service.data:
-            yield error(path, service.at("build"), ID, f"{service.name} has `build:`; production runs pinned images only")
+            yield error(
+                path,
+                service.at("build"),
+                ID,
+                f"{service.name} has `build:`; production runs pinned images only",
+            )
         yield from _secrets(path, service)
     if GENERATED_MARK in "\n".join(compose.doc.lines[:5]):
         for pos in compose.doc.anchors:
-            yield error(path, pos, ID, "YAML anchor in a generated file; the generator must write every value out")
+            yield error(
+                path, pos, ID, "YAML anchor in a generated file; the generator must write every value out"
+            )
         for pos in compose.doc.aliases:
-            yield error(path, pos, ID, "YAML alias in a generated file; the generator must write every value out")
+            yield error(
+                path, pos, ID, "YAML alias in a generated file; the generator must write every value out"
+            )
         for pos in compose.doc.merges:
-            yield error(path, pos, ID, "YAML merge key `<<` in a generated file; the generator must write every value out")
+            yield error(
+                path,
+                pos,
+                ID,
+                "YAML merge key `<<` in a generated file; the generator must write every value out",
+            )
 
 
 def _name(path: str, service: Service) -> Iterator[Finding]:
@@ -109,7 +123,12 @@ def _image(path: str, service: Service) -> Iterator[Finding]:
             f"{service.name} image digest '{match.group('hex')}' is malformed; expected @sha256: and 64 lowercase hex",
         )
     else:
-        yield error(path, service.at("image"), ID, f"{service.name} image '{text}' is not pinned by digest (@sha256:<64 hex>)")
+        yield error(
+            path,
+            service.at("image"),
+            ID,
+            f"{service.name} image '{text}' is not pinned by digest (@sha256:<64 hex>)",
+        )
 
 
 def _secrets(path: str, service: Service) -> Iterator[Finding]:
@@ -118,13 +137,21 @@ def _secrets(path: str, service: Service) -> Iterator[Finding]:
         if value is None or value == "":
             continue
         if looks_like_token(value):
-            yield error(path, pos, ID, f"{service.name} env {key} holds a literal credential; pass it as ${{VAR}} from the host")
+            yield error(
+                path,
+                pos,
+                ID,
+                f"{service.name} env {key} holds a literal credential; pass it as ${{VAR}} from the host",
+            )
             continue
         if _SECRET_KEY.search(key.upper()) and not _NOT_SECRET_SUFFIX.search(key.upper()):
             match = _REFERENCE.match(value)
             if match is None:
                 yield error(
-                    path, pos, ID, f"{service.name} env {key} names a secret but holds a literal value; use ${{{key}}}"
+                    path,
+                    pos,
+                    ID,
+                    f"{service.name} env {key} names a secret but holds a literal value; use ${{{key}}}",
                 )
     if service.tokens:
         for index, token in enumerate(service.tokens):
@@ -136,9 +163,17 @@ def _secrets(path: str, service: Service) -> Iterator[Finding]:
                 if index + 1 < len(service.tokens):
                     flag_value = service.tokens[index + 1].text
             if _TOKEN_SHAPES.search(token.text) or (
-                flag.startswith("--") and _SECRET_FLAG.search(flag) and flag_value and not flag_value.startswith(("$", "-"))
+                flag.startswith("--")
+                and _SECRET_FLAG.search(flag)
+                and flag_value
+                and not flag_value.startswith(("$", "-"))
             ):
-                yield error(path, token.pos, ID, f"{service.name} command carries a literal secret; pass it from the host env")
+                yield error(
+                    path,
+                    token.pos,
+                    ID,
+                    f"{service.name} command carries a literal secret; pass it from the host env",
+                )
 
 
 def looks_like_token(value: str) -> bool:
@@ -151,4 +186,3 @@ def looks_like_token(value: str) -> bool:
         return True
     # Commit ids and sha256 digests are long hex words too, and never secrets here.
     return bool(_OPAQUE.match(value)) and not _HEX_ID.match(value)
-

@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from validators.contract import DEFAULT_BUILD, DEFAULT_CONTRACT, BuildContract, Contract, load_build, load_contract
+from validators.contract import (
+    DEFAULT_BUILD,
+    DEFAULT_CONTRACT,
+    BuildContract,
+    Contract,
+    load_build,
+    load_contract,
+)
 from validators.manifest import HERE as MANIFEST_DIR
 from validators.manifest import Manifest, load_manifest
 

@@ -175,8 +175,8 @@ def load_contract(path: Path = DEFAULT_CONTRACT) -> Contract:
 def _contract(path: Path, raw: dict[str, Any]) -> Contract:
     engines = raw["engines"]
     features: dict[str, Feature] = {}
-    for name, body in engines["features"].items():
-        body = body or {}
+    for name, declared in engines["features"].items():
+        body = declared or {}
         marker = body.get("marker") or {}
         features[name] = Feature(
             name=name,
@@ -251,7 +251,9 @@ def load_build(path: Path = DEFAULT_BUILD) -> BuildContract:
             build=str(raw["build"]),
             manifest=str(raw["manifest"]),
             patch_flags={
-                str(flag): PatchFlag(str(flag), str(body["action"]), str(body.get("type", "str")), str(body["reason"]))
+                str(flag): PatchFlag(
+                    str(flag), str(body["action"]), str(body.get("type", "str")), str(body["reason"])
+                )
                 for flag, body in (raw.get("patch_flags") or {}).items()
             },
             conflicts=tuple(

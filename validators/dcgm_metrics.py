@@ -57,10 +57,20 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     path = compose.path
     found = [service for service in compose if _is_dcgm(service, str(spec["image_name"]))]
     if not found:
-        yield error(path, compose.services_pos(), ID, "no DCGM exporter service (image dcgm-exporter); GPU metrics are part of the contract")
+        yield error(
+            path,
+            compose.services_pos(),
+            ID,
+            "no DCGM exporter service (image dcgm-exporter); GPU metrics are part of the contract",
+        )
         return
     for extra in found[1:]:
-        yield error(path, extra.pos, ID, f"{extra.name} is a second DCGM exporter; exactly one per host (it sees all GPUs)")
+        yield error(
+            path,
+            extra.pos,
+            ID,
+            f"{extra.name} is a second DCGM exporter; exactly one per host (it sees all GPUs)",
+        )
     dcgm = found[0]
     if not DIGEST.search(scalar_text(dcgm.get("image"))):
         yield error(path, dcgm.at("image"), ID, f"{dcgm.name} image is not pinned by digest")
@@ -87,31 +97,55 @@ def _gpus(path: str, dcgm: Service, compose: ComposeFile, ctx: Context) -> Itera
             continue
         missing = [token.text for token in engine.gpu_ids() or () if token.text not in seen]
         if missing:
-            yield error(path, dcgm.gpu_ids_pos(), ID, f"{dcgm.name} does not see GPUs {missing} that {engine.name} uses")
+            yield error(
+                path,
+                dcgm.gpu_ids_pos(),
+                ID,
+                f"{dcgm.name} does not see GPUs {missing} that {engine.name} uses",
+            )
 
 
-def _csv(compose: ComposeFile, dcgm: Service, ctx: Context) -> Generator[Finding, None, list[str]]:
+def _csv(  # noqa: PLR0912 (one branch per check)
+    compose: ComposeFile, dcgm: Service, ctx: Context
+) -> Generator[Finding, None, list[str]]:
     """Yields findings about the CSV; returns the active field names."""
     spec = ctx.contract.dcgm
     path = compose.path
     tokens = [token.text for token in dcgm.tokens or ()]
     if len(tokens) != 2 or tokens[0] != "-f":
-        yield error(path, dcgm.at("command"), ID, f"{dcgm.name} command must be [-f, <counters csv path>], not {tokens}")
+        yield error(
+            path,
+            dcgm.at("command"),
+            ID,
+            f"{dcgm.name} command must be [-f, <counters csv path>], not {tokens}",
+        )
         return []
     csv_path = tokens[1]
     mount = _mount(dcgm, csv_path)
     if mount is None:
-        yield error(path, dcgm.at("configs"), ID, f"{dcgm.name} reads {csv_path} but no config is mounted there")
+        yield error(
+            path, dcgm.at("configs"), ID, f"{dcgm.name} reads {csv_path} but no config is mounted there"
+        )
         return []
     entry, pos = mount
     if not isinstance(entry, YMap):
-        yield error(path, pos, ID, f"{dcgm.name} mounts the counters CSV in short syntax; use source/target/mode {spec['mode']} (read-only)")
+        yield error(
+            path,
+            pos,
+            ID,
+            f"{dcgm.name} mounts the counters CSV in short syntax; use source/target/mode {spec['mode']} (read-only)",
+        )
         return []
     mode = entry.get("mode")
     if mode != int(str(spec["mode"]), 8):
         where = entry.at("mode") if "mode" in entry else pos
         shown = oct(mode) if isinstance(mode, int) else mode
-        yield error(path, where, ID, f"{dcgm.name} counters CSV mode is {shown}; it must be {spec['mode']} (read-only)")
+        yield error(
+            path,
+            where,
+            ID,
+            f"{dcgm.name} counters CSV mode is {shown}; it must be {spec['mode']} (read-only)",
+        )
     source = scalar_text(entry.get("source"))
     content = embedded(compose, source)
     if content is None:
@@ -126,15 +160,24 @@ def _csv(compose: ComposeFile, dcgm: Service, ctx: Context) -> Generator[Finding
         where = Pos(where.line, where.col + (len(line) - len(line.lstrip())))
         parts = [part.strip() for part in text.split(",")]
         if len(parts) != 3:
-            yield error(path, where, ID, f"DCGM counters line has {len(parts)} fields; expected 'FIELD, type, help' (no commas in help)")
+            yield error(
+                path,
+                where,
+                ID,
+                f"DCGM counters line has {len(parts)} fields; expected 'FIELD, type, help' (no commas in help)",
+            )
             continue
         field, kind, _help = parts
         if not FIELD.match(field):
             yield error(path, where, ID, f"DCGM field '{field}' does not match ^DCGM_(FI|EXP)_[A-Z0-9_]+$")
         if kind not in spec["types"]:
-            yield error(path, where, ID, f"DCGM field {field} type '{kind}' is not one of {', '.join(spec['types'])}")
+            yield error(
+                path, where, ID, f"DCGM field {field} type '{kind}' is not one of {', '.join(spec['types'])}"
+            )
         if field in fields:
-            yield error(path, where, ID, f"DCGM field {field} is listed twice (first on line {fields[field]})")
+            yield error(
+                path, where, ID, f"DCGM field {field} is listed twice (first on line {fields[field]})"
+            )
         else:
             fields[field] = where.line
     for required in spec["required_fields"]:
@@ -165,9 +208,19 @@ def _scrape(compose: ComposeFile, dcgm: Service, ctx: Context) -> Iterator[Findi
     want = f"{dcgm.name}:{ctx.contract.dcgm['port']}"
     jobs = [job for job in parsed.jobs if any(target == want for target, _pos in job.targets)]
     if len(jobs) != 1:
-        yield error(compose.path, parsed.scrape_configs_pos, ID, f"expected exactly one scrape job for {want}, found {len(jobs)}")
+        yield error(
+            compose.path,
+            parsed.scrape_configs_pos,
+            ID,
+            f"expected exactly one scrape job for {want}, found {len(jobs)}",
+        )
         return
     job = jobs[0]
     for key in ("scrape_interval", "scrape_timeout"):
         if job.value(key) != str(col[key]):
-            yield error(compose.path, job.at(parsed.config, key), ID, f"DCGM scrape job {key} is {job.value(key)}; expected {col[key]}")
+            yield error(
+                compose.path,
+                job.at(parsed.config, key),
+                ID,
+                f"DCGM scrape job {key} is {job.value(key)}; expected {col[key]}",
+            )

@@ -48,7 +48,9 @@ class Embedded:
         result = parse(self.text.encode("utf-8"), path)
         if isinstance(result, Finding):
             pos = self.outer(Pos(result.line, result.col))
-            return result._replace(line=pos.line, col=pos.col, message=f"configs.{self.name}.content: {result.message}")
+            return result._replace(
+                line=pos.line, col=pos.col, message=f"configs.{self.name}.content: {result.message}"
+            )
         return result
 
 

@@ -35,7 +35,9 @@ from validators.manifest import FlagSpec
 from validators.model import ComposeFile, Service, Token, canonical
 
 ID = "engine-flags"
-SUMMARY = "engine flags exist in SGLang 0.5.16 or are declared patch flags; values, choices, startup conflicts"
+SUMMARY = (
+    "engine flags exist in SGLang 0.5.16 or are declared patch flags; values, choices, startup conflicts"
+)
 
 ENGINE_PROGRAM = ("sglang", "serve")
 _FLAG = re.compile(r"^--?[A-Za-z]")
@@ -131,7 +133,9 @@ def _check_engine(path: str, service: Service, ctx: Context) -> Iterator[Finding
 def _values(path: str, name: str, spec: FlagSpec, use: Use) -> Iterator[Finding]:
     if spec.deprecated:
         replacement = f"; use {spec.deprecated}" if isinstance(spec.deprecated, str) else ""
-        yield warning(path, use.pos, ID, f"{name} flag {use.written} is deprecated in the pinned build{replacement}")
+        yield warning(
+            path, use.pos, ID, f"{name} flag {use.written} is deprecated in the pinned build{replacement}"
+        )
     if not spec.takes_value:
         if use.values:
             yield error(
@@ -150,7 +154,12 @@ def _values(path: str, name: str, spec: FlagSpec, use: Use) -> Iterator[Finding]
             yield error(path, value.pos, ID, f"{name} flag {use.written} value '{value.text}' {problem}")
         elif spec.choices is not None and value.text not in {str(choice) for choice in spec.choices}:
             choices = ", ".join(str(choice) for choice in spec.choices)
-            yield error(path, value.pos, ID, f"{name} flag {use.written} value '{value.text}' is not one of: {choices}")
+            yield error(
+                path,
+                value.pos,
+                ID,
+                f"{name} flag {use.written} value '{value.text}' is not one of: {choices}",
+            )
 
 
 def _type_problem(kind: str | None, text: str) -> str | None:

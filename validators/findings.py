@@ -6,11 +6,11 @@ are 1-based (the loader converts the YAML library's 0-based marks in one place).
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import NamedTuple
 
 
-class Level(str, Enum):
+class Level(StrEnum):
     ERROR = "error"
     WARNING = "warning"
 

@@ -137,12 +137,20 @@ def parse(raw: bytes, path: str) -> Document | Finding:
     """Bytes to a Document, or the one `yaml` finding that explains why not."""
     if len(raw) > MAX_BYTES:
         return error(
-            path, START, ID, f"file is larger than {MAX_BYTES // (1024 * 1024)} MiB; not checked (is it really a compose file?)"
+            path,
+            START,
+            ID,
+            f"file is larger than {MAX_BYTES // (1024 * 1024)} MiB; not checked (is it really a compose file?)",
         )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return error(path, _byte_pos(raw, exc.start), ID, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8")
+        return error(
+            path,
+            _byte_pos(raw, exc.start),
+            ID,
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
+        )
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
@@ -206,10 +214,11 @@ class _Composer:
         self.open_anchors: set[str] = set()
         self.nodes = 0
 
-    def run(self, text: str) -> YMap:
+    def run(self, text: str) -> YMap:  # noqa: PLR0912 (one branch per event kind)
         stack: list[_Frame] = []
         root: list[Any] = []
         documents = 0
+        event: Any  # libyaml's event classes: the stubs only know the base class
         for event in yaml.parse(text, Loader=yaml.CSafeLoader):
             kind = type(event)
             if kind is yaml.ScalarEvent:
@@ -218,7 +227,9 @@ class _Composer:
                     self._anchor(event, value, 1)
                 self._attach(stack, root, value, _pos(event), 1, plain=not event.style)
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                container: YMap | YList = YMap(_pos(event)) if kind is yaml.MappingStartEvent else YList(_pos(event))
+                container: YMap | YList = (
+                    YMap(_pos(event)) if kind is yaml.MappingStartEvent else YList(_pos(event))
+                )
                 if event.anchor:
                     self.anchor_pos.append(_pos(event))
                     self.open_anchors.add(event.anchor)
@@ -249,19 +260,25 @@ class _Composer:
         data = root[0]
         if not isinstance(data, YMap):
             what = "a sequence" if isinstance(data, YList) else f"a scalar ({type(data).__name__})"
-            raise _Problem(START, f"the document is {what}, not a mapping; expected a compose mapping (services: ...)")
+            raise _Problem(
+                START, f"the document is {what}, not a mapping; expected a compose mapping (services: ...)"
+            )
         return data
 
     def _anchor(self, event: Any, value: Any, weight: int) -> None:
         self.anchor_pos.append(_pos(event))
         self.anchors[event.anchor] = (value, weight)
 
-    def _attach(self, stack: list[_Frame], root: list[Any], value: Any, pos: Pos, weight: int, *, plain: bool) -> None:
+    def _attach(
+        self, stack: list[_Frame], root: list[Any], value: Any, pos: Pos, weight: int, *, plain: bool
+    ) -> None:
         # Aliases share one Python object; counting expanded nodes is what stops a
         # few hundred bytes from making every rule walk millions of nodes.
         self.nodes += weight
         if self.nodes > MAX_NODES:
-            raise _Problem(pos, f"alias expansion exceeds {MAX_NODES} nodes (an alias bomb?); refusing to expand it")
+            raise _Problem(
+                pos, f"alias expansion exceeds {MAX_NODES} nodes (an alias bomb?); refusing to expand it"
+            )
         if not stack:
             root.append(value)
             return
@@ -275,21 +292,27 @@ class _Composer:
         mapping: YMap = frame.value  # type: ignore[assignment]
         if frame.key is _NO_KEY:
             if isinstance(value, (YMap, YList)):
-                raise _Problem(pos, "complex mapping key (a mapping or sequence used as a key) is not supported")
+                raise _Problem(
+                    pos, "complex mapping key (a mapping or sequence used as a key) is not supported"
+                )
             key = _key_text(value)
             frame.merging = plain and key == _MERGE
             if frame.merging:
                 self.merge_pos.append(pos)
             elif key in mapping:
                 first = mapping.key_pos[key]
-                raise _Problem(pos, f"duplicate key '{key}' (first at line {first.line}); compose would keep only one")
+                raise _Problem(
+                    pos, f"duplicate key '{key}' (first at line {first.line}); compose would keep only one"
+                )
             frame.key, frame.key_pos = key, pos
             return
         if frame.merging:
             sources = value if isinstance(value, YList) else [value]
             for source in sources:
                 if not isinstance(source, YMap):
-                    raise _Problem(frame.key_pos, "merge key '<<' must refer to a mapping or a list of mappings")
+                    raise _Problem(
+                        frame.key_pos, "merge key '<<' must refer to a mapping or a list of mappings"
+                    )
                 frame.merge_sources.append(source)
         else:
             mapping[frame.key] = value
@@ -337,7 +360,7 @@ def _resolve_scalar(event: Any) -> Any:
     return resolve_plain(value)
 
 
-def resolve_plain(value: str) -> Any:
+def resolve_plain(value: str) -> Any:  # noqa: PLR0911 (one return per YAML type)
     if value in _NULL:
         return None
     if value in _TRUE:

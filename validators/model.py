@@ -155,7 +155,8 @@ class ComposeFile:
     def config_value_pos(self, name: str) -> Pos:
         configs = self.data.get("configs")
         if isinstance(configs, YMap) and isinstance(configs.get(name), YMap):
-            return configs[name].value_at("content")
+            entry: YMap = configs[name]
+            return entry.value_at("content")
         return self.data.at("configs")
 
     def __iter__(self) -> Iterator[Service]:
@@ -197,7 +198,9 @@ def _tokens(service: Service, body: YMap, key: str) -> list[Token] | None:
         try:
             return [Token(text, body.value_at(key)) for text in shlex.split(value)]
         except ValueError as exc:
-            service.problems.append((body.at(key), f"{service.name} {key} cannot be split with shell rules: {exc}"))
+            service.problems.append(
+                (body.at(key), f"{service.name} {key} cannot be split with shell rules: {exc}")
+            )
             return None
     service.problems.append((body.at(key), f"{service.name} {key} must be a string or a list"))
     return None

@@ -76,7 +76,12 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             )
     parsed = collector(compose, str(col["config"]), str(col["receiver"]))
     if parsed is None:
-        yield error(compose.path, compose.data.at("configs"), ID, f"no collector config configs.{col['config']}.content")
+        yield error(
+            compose.path,
+            compose.data.at("configs"),
+            ID,
+            f"no collector config configs.{col['config']}.content",
+        )
         return
     if parsed.problem is not None:
         return  # collector-config reports a config that does not parse
@@ -90,10 +95,17 @@ def _label_block(compose: ComposeFile, service: Service, ctx: Context) -> Iterat
     prefix = str(telemetry["label_prefix"])
     path = compose.path
     if service.labels_form is None:
-        yield error(path, service.pos, ID, f"{service.name} has no labels; a scraped service carries the {prefix}* block")
+        yield error(
+            path,
+            service.pos,
+            ID,
+            f"{service.name} has no labels; a scraped service carries the {prefix}* block",
+        )
         return
     if service.labels_form != "mapping":
-        yield error(path, service.at("labels"), ID, f"{service.name} labels must be a mapping (SPEC 5), not a list")
+        yield error(
+            path, service.at("labels"), ID, f"{service.name} labels must be a mapping (SPEC 5), not a list"
+        )
     want = expected_labels(compose, service, ctx)
     for suffix, value in want.items():
         key = prefix + suffix
@@ -101,10 +113,17 @@ def _label_block(compose: ComposeFile, service: Service, ctx: Context) -> Iterat
         if got is None:
             yield error(path, service.at("labels"), ID, f"{service.name} lacks the label {key}={value}")
         elif value is not None and got != value:
-            yield error(path, service.label_pos[key], ID, f"{service.name} label {key} is '{got}'; expected '{value}'")
+            yield error(
+                path, service.label_pos[key], ID, f"{service.name} label {key} is '{got}'; expected '{value}'"
+            )
     for key in service.labels:
         if key.startswith(prefix) and key[len(prefix) :] not in want:
-            yield error(path, service.label_pos[key], ID, f"{service.name} label {key} is not part of the label contract")
+            yield error(
+                path,
+                service.label_pos[key],
+                ID,
+                f"{service.name} label {key} is not part of the label contract",
+            )
 
 
 def expected_labels(compose: ComposeFile, service: Service, ctx: Context) -> dict[str, str | None]:
@@ -123,12 +142,16 @@ def expected_labels(compose: ComposeFile, service: Service, ctx: Context) -> dic
         want["engine_image"] = engine_image_prefix(scalar_text(service.get("image")))
         want["instance"] = replica.instance
     else:
-        want["port"] = scalar_text(telemetry["ports"].get(service.name)) if service.name in telemetry["ports"] else None
+        want["port"] = (
+            scalar_text(telemetry["ports"].get(service.name)) if service.name in telemetry["ports"] else None
+        )
     want["scrape"] = "true"
     return want
 
 
-def _jobs(compose: ComposeFile, parsed: Collector, scraped: list[Service], ctx: Context) -> Iterator[Finding]:
+def _jobs(  # noqa: PLR0912 (one branch per check)
+    compose: ComposeFile, parsed: Collector, scraped: list[Service], ctx: Context
+) -> Iterator[Finding]:
     telemetry = ctx.contract.telemetry
     prefix = str(telemetry["label_prefix"])
     col = telemetry["collector"]
@@ -137,22 +160,34 @@ def _jobs(compose: ComposeFile, parsed: Collector, scraped: list[Service], ctx: 
     by_name: dict[str, list[Any]] = {}
     for job in parsed.jobs:
         by_name.setdefault(job.name, []).append(job)
-    services_by_job = {service.labels.get(prefix + "job", service.name): service for service in scraped}
+    services_by_job = {service.labels.get(prefix + "job") or service.name: service for service in scraped}
     for service in scraped:
-        job_name = service.labels.get(prefix + "job", service.name)
+        job_name = service.labels.get(prefix + "job") or service.name
         jobs = by_name.get(job_name, [])
         if not jobs:
-            yield error(path, parsed.scrape_configs_pos, ID, f"scraped service {service.name} has no scrape job '{job_name}' in the collector config")
+            yield error(
+                path,
+                parsed.scrape_configs_pos,
+                ID,
+                f"scraped service {service.name} has no scrape job '{job_name}' in the collector config",
+            )
             continue
         for extra in jobs[1:]:
-            yield error(path, extra.pos, ID, f"scrape job {job_name} appears more than once; one job per scraped service")
+            yield error(
+                path,
+                extra.pos,
+                ID,
+                f"scrape job {job_name} appears more than once; one job per scraped service",
+            )
         job = jobs[0]
         port = service.labels.get(prefix + "port")
         want_target = f"{service.name}:{port}"
         targets = [target for target, _pos in job.targets]
         if targets != [want_target]:
             pos = job.targets[0][1] if job.targets else job.pos
-            yield error(path, pos, ID, f"scrape job {job_name} targets {targets}; expected exactly [{want_target}]")
+            yield error(
+                path, pos, ID, f"scrape job {job_name} targets {targets}; expected exactly [{want_target}]"
+            )
         checks = {
             "metrics_path": service.labels.get(prefix + "path"),
             "scrape_interval": str(col["scrape_interval"]),
@@ -160,7 +195,12 @@ def _jobs(compose: ComposeFile, parsed: Collector, scraped: list[Service], ctx: 
         }
         for key, value in checks.items():
             if job.value(key) != value:
-                yield error(path, job.at(parsed.config, key), ID, f"scrape job {job_name} {key} is {job.value(key)}; expected {value}")
+                yield error(
+                    path,
+                    job.at(parsed.config, key),
+                    ID,
+                    f"scrape job {job_name} {key} is {job.value(key)}; expected {value}",
+                )
         want_labels = {
             key[len(prefix) :]: value
             for key, value in service.labels.items()
@@ -168,10 +208,20 @@ def _jobs(compose: ComposeFile, parsed: Collector, scraped: list[Service], ctx: 
         }
         for key, value in want_labels.items():
             if key not in job.labels:
-                yield error(path, job.labels_pos or job.pos, ID, f"scrape job {job_name} lacks the label {key}={value}")
+                yield error(
+                    path,
+                    job.labels_pos or job.pos,
+                    ID,
+                    f"scrape job {job_name} lacks the label {key}={value}",
+                )
             elif job.labels[key] != value and key != "config_variant":
                 # config_variant is recomputed and compared by prod-config.
-                yield error(path, job.label_pos[key], ID, f"scrape job {job_name} label {key} is '{job.labels[key]}'; {service.name} says '{value}'")
+                yield error(
+                    path,
+                    job.label_pos[key],
+                    ID,
+                    f"scrape job {job_name} label {key} is '{job.labels[key]}'; {service.name} says '{value}'",
+                )
         for key in job.labels:
             if key not in want_labels:
                 yield from _extra_label(path, job, key, service, ctx)
@@ -186,9 +236,19 @@ def _jobs(compose: ComposeFile, parsed: Collector, scraped: list[Service], ctx: 
     for job in parsed.jobs:
         for key in job.labels:
             if not LABEL_NAME.match(key):
-                yield error(path, job.label_pos[key], ID, f"scrape job {job.name} label name '{key}' is not a valid Prometheus label name")
+                yield error(
+                    path,
+                    job.label_pos[key],
+                    ID,
+                    f"scrape job {job.name} label name '{key}' is not a valid Prometheus label name",
+                )
             elif key.startswith("__"):
-                yield error(path, job.label_pos[key], ID, f"scrape job {job.name} label '{key}' starts with __ (reserved for Prometheus internals)")
+                yield error(
+                    path,
+                    job.label_pos[key],
+                    ID,
+                    f"scrape job {job.name} label '{key}' starts with __ (reserved for Prometheus internals)",
+                )
 
 
 def _extra_label(path: str, job: Any, key: str, service: Service, ctx: Context) -> Iterator[Finding]:
@@ -201,7 +261,12 @@ def _extra_label(path: str, job: Any, key: str, service: Service, ctx: Context) 
             f"scrape job {job.name} sets '{key}', which the collector maps to service.name/service.instance.id; only engines carry instance (their replica number)",
         )
     elif not key.startswith("__") and LABEL_NAME.match(key):
-        yield error(path, job.label_pos[key], ID, f"scrape job {job.name} label '{key}' has no {service.name} label behind it")
+        yield error(
+            path,
+            job.label_pos[key],
+            ID,
+            f"scrape job {job.name} label '{key}' has no {service.name} label behind it",
+        )
 
 
 def _collector_env(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
@@ -235,7 +300,14 @@ def _exporter(compose: ComposeFile, parsed: Collector, ctx: Context) -> Iterator
     consumers = dig(queue, "num_consumers")
     want = int(col["num_consumers"])
     if consumers != want:
-        pos = parsed.node_pos(queue, "num_consumers") if isinstance(queue, YMap) else parsed.node_pos(exporter, "sending_queue")
+        pos = (
+            parsed.node_pos(queue, "num_consumers")
+            if isinstance(queue, YMap)
+            else parsed.node_pos(exporter, "sending_queue")
+        )
         yield error(
-            compose.path, pos, ID, f"exporter {name} sending_queue.num_consumers is {consumers}; it must be {want} (cumulative metrics must arrive in order)"
+            compose.path,
+            pos,
+            ID,
+            f"exporter {name} sending_queue.num_consumers is {consumers}; it must be {want} (cumulative metrics must arrive in order)",
         )

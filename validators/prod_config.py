@@ -95,7 +95,9 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
 def _service_set(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
     for name in contract.services:
         if name not in compose.services:
-            yield error(compose.path, compose.services_pos(), ID, f"service {name} is missing (SPEC 3 service set)")
+            yield error(
+                compose.path, compose.services_pos(), ID, f"service {name} is missing (SPEC 3 service set)"
+            )
     for service in compose:
         if service.name not in contract.services:
             yield error(
@@ -130,7 +132,7 @@ def _profiles(compose: ComposeFile, file: FileContract) -> Iterator[Finding]:
 # -- engine argv ----------------------------------------------------------------------
 
 
-def _argv(
+def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
     path: str,
     service: Service,
     replica: Replica,
@@ -140,14 +142,23 @@ def _argv(
 ) -> Iterator[Finding]:
     name = service.name
     if service.tokens is None:
-        yield error(path, service.at("command"), ID, f"{name} has no command; the contract argv starts `sglang serve`")
+        yield error(
+            path, service.at("command"), ID, f"{name} has no command; the contract argv starts `sglang serve`"
+        )
         return
     program = service.program()
     if tuple(program) != contract.program:
         pos = service.tokens[0].pos if service.tokens else service.at("command")
-        yield error(path, pos, ID, f"{name} program is '{' '.join(program)}'; the contract says '{' '.join(contract.program)}'")
+        yield error(
+            path,
+            pos,
+            ID,
+            f"{name} program is '{' '.join(program)}'; the contract says '{' '.join(contract.program)}'",
+        )
     for token in service.positionals():
-        yield error(path, token.pos, ID, f"{name} argv has a stray token '{token.text}' that belongs to no flag")
+        yield error(
+            path, token.pos, ID, f"{name} argv has a stray token '{token.text}' that belongs to no flag"
+        )
     expected = contract.expected_flags(file, replica)
     want: dict[str, str | None] = {item[0]: (item[1] if len(item) > 1 else None) for item in expected}
     order = [item[0] for item in expected]
@@ -179,15 +190,20 @@ def _argv(
         pos = _insertion_pos(service, first, order[:index])
         yield error(path, pos, ID, f"{name} argv lacks {flag_name}{carried}")
     for flag_name, value in want.items():
-        flag = first.get(flag_name)
-        if flag is None or flag.value == value:
+        present = first.get(flag_name)
+        if present is None or present.value == value:
             continue
+        flag = present
         if value is None:
-            yield error(path, flag.value_pos, ID, f"{name} {flag_name} takes no value here, got '{flag.value}'")
+            yield error(
+                path, flag.value_pos, ID, f"{name} {flag_name} takes no value here, got '{flag.value}'"
+            )
         elif flag.value is None:
             yield error(path, flag.pos, ID, f"{name} {flag_name} has no value; the contract says {value}")
         else:
-            yield error(path, flag.value_pos, ID, f"{name} {flag_name} is {flag.value}; the contract says {value}")
+            yield error(
+                path, flag.value_pos, ID, f"{name} {flag_name} is {flag.value}; the contract says {value}"
+            )
     yield from _order(path, name, [f for f in first.values() if f.flag in want], order)
 
 
@@ -208,7 +224,12 @@ def _order(path: str, name: str, flags: Sequence[Flag], order: Sequence[str]) ->
         if index in keep:
             continue
         previous = order[rank[flag.flag] - 1] if rank[flag.flag] > 0 else "the program"
-        yield error(path, flag.pos, ID, f"{name} argv has {flag.flag} out of contract order; it belongs right after {previous}")
+        yield error(
+            path,
+            flag.pos,
+            ID,
+            f"{name} argv has {flag.flag} out of contract order; it belongs right after {previous}",
+        )
 
 
 def _longest_increasing(values: Sequence[int]) -> set[int]:
@@ -232,7 +253,9 @@ def _longest_increasing(values: Sequence[int]) -> set[int]:
 # -- engine env and settings --------------------------------------------------------------
 
 
-def _env(path: str, service: Service, replica: Replica, file: FileContract, contract: Contract) -> Iterator[Finding]:
+def _env(
+    path: str, service: Service, replica: Replica, file: FileContract, contract: Contract
+) -> Iterator[Finding]:
     expected = contract.expected_env(file, replica)
     env_key = service.at("environment")
     for key, value in expected.items():
@@ -240,7 +263,10 @@ def _env(path: str, service: Service, replica: Replica, file: FileContract, cont
             yield error(path, env_key, ID, f"{service.name} env lacks {key}={value}")
         elif service.env[key] != value:
             yield error(
-                path, service.env_pos.get(key, env_key), ID, f"{service.name} env {key} is '{service.env[key]}'; the contract says '{value}'"
+                path,
+                service.env_pos.get(key, env_key),
+                ID,
+                f"{service.name} env {key} is '{service.env[key]}'; the contract says '{value}'",
             )
     feature_of = {key: feature.name for feature in contract.features.values() for key in feature.env}
     for key in service.env:
@@ -249,7 +275,10 @@ def _env(path: str, service: Service, replica: Replica, file: FileContract, cont
         pos = service.env_pos.get(key, env_key)
         if key in feature_of:
             yield error(
-                path, pos, ID, f"{service.name} env has {key} (feature {feature_of[key]}), which the contract does not give {replica.name} of {file.stem}"
+                path,
+                pos,
+                ID,
+                f"{service.name} env has {key} (feature {feature_of[key]}), which the contract does not give {replica.name} of {file.stem}",
             )
         else:
             yield error(path, pos, ID, f"{service.name} env has {key}, which is not in the contract")
@@ -257,11 +286,21 @@ def _env(path: str, service: Service, replica: Replica, file: FileContract, cont
 
 def _engine_settings(path: str, service: Service, contract: Contract) -> Iterator[Finding]:
     if scalar_text(service.get("image")) != contract.engine_image and service.get("image") is not None:
-        yield error(path, service.at("image"), ID, f"{service.name} image is not the tier's engine build {contract.engine_image}")
+        yield error(
+            path,
+            service.at("image"),
+            ID,
+            f"{service.name} image is not the tier's engine build {contract.engine_image}",
+        )
     yield from _settings(path, service, contract.engine_settings)
     for key in contract.engine_forbidden_keys:
         if key in service.data:
-            yield error(path, service.at(key), ID, f"{service.name} must not have `{key}` (engines listen on :8000 inside the project network only)")
+            yield error(
+                path,
+                service.at(key),
+                ID,
+                f"{service.name} must not have `{key}` (engines listen on :8000 inside the project network only)",
+            )
 
 
 def _settings(path: str, service: Service, settings: Any) -> Iterator[Finding]:
@@ -277,7 +316,12 @@ def _settings(path: str, service: Service, settings: Any) -> Iterator[Finding]:
         if node is None:
             yield error(path, pos, ID, f"{service.name} lacks {dotted}: {scalar_text(want)}")
         elif scalar_text(node) != scalar_text(want):
-            yield error(path, pos, ID, f"{service.name} {dotted} is {scalar_text(node)}; the contract says {scalar_text(want)}")
+            yield error(
+                path,
+                pos,
+                ID,
+                f"{service.name} {dotted} is {scalar_text(node)}; the contract says {scalar_text(want)}",
+            )
 
 
 # -- config_variant -------------------------------------------------------------------
@@ -286,7 +330,12 @@ def _settings(path: str, service: Service, settings: Any) -> Iterator[Finding]:
 def recompute_variant(service: Service, tier: str, contract: Contract) -> str | None:
     """SPEC 4.3 from the engine's own argv and env; None when a needed flag is missing."""
     values = {flag.flag: flag.value for flag in service.flags()}
-    needed = {"chunk": "--chunked-prefill-size", "pdi": "--prefill-decode-interval", "tp": "--tp-size", "ep": "--ep-size"}
+    needed = {
+        "chunk": "--chunked-prefill-size",
+        "pdi": "--prefill-decode-interval",
+        "tp": "--tp-size",
+        "ep": "--ep-size",
+    }
     fields = {key: values.get(flag) for key, flag in needed.items()}
     if any(value is None for value in fields.values()):
         return None
@@ -296,11 +345,15 @@ def recompute_variant(service: Service, tier: str, contract: Contract) -> str | 
             present.add(feature.name)
         if feature.marker_env and service.env.get(feature.marker_env[0]) == feature.marker_env[1]:
             present.add(feature.name)
-    text = _VARIANT_PART.sub(lambda m: f"-{m.group('feature')}" if m.group("feature") in present else "", contract.variant)
+    text = _VARIANT_PART.sub(
+        lambda m: f"-{m.group('feature')}" if m.group("feature") in present else "", contract.variant
+    )
     return text.format(tier=tier, **fields)
 
 
-def _variant(compose: ComposeFile, service: Service, file: FileContract, contract: Contract) -> Iterator[Finding]:
+def _variant(
+    compose: ComposeFile, service: Service, file: FileContract, contract: Contract
+) -> Iterator[Finding]:
     want = recompute_variant(service, file.tier, contract)
     if want is None:
         return
@@ -326,7 +379,12 @@ def _variant(compose: ComposeFile, service: Service, file: FileContract, contrac
             continue
         job_value = job.labels.get("config_variant")
         if job_value is None:
-            yield error(compose.path, job.labels_pos or job.pos, ID, f"scrape job {job.name} lacks the label config_variant={want}")
+            yield error(
+                compose.path,
+                job.labels_pos or job.pos,
+                ID,
+                f"scrape job {job.name} lacks the label config_variant={want}",
+            )
         elif job_value != want:
             yield error(
                 compose.path,
@@ -342,7 +400,12 @@ def _variant(compose: ComposeFile, service: Service, file: FileContract, contrac
 def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> Iterator[Finding]:
     ids = service.gpu_ids()
     if ids is None:
-        yield error(path, service.at("deploy"), ID, f"{service.name} reserves no GPUs (deploy.resources.reservations.devices)")
+        yield error(
+            path,
+            service.at("deploy"),
+            ID,
+            f"{service.name} reserves no GPUs (deploy.resources.reservations.devices)",
+        )
         return
     got = [token.text for token in ids]
     want = list(replica.gpus)
@@ -352,14 +415,26 @@ def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> 
         for index, device in enumerate(devices):
             if isinstance(device, YMap):
                 if scalar_text(device.get("driver")) != "nvidia":
-                    yield error(path, device.at("driver"), ID, f"{service.name} GPU reservation driver must be nvidia")
+                    yield error(
+                        path, device.at("driver"), ID, f"{service.name} GPU reservation driver must be nvidia"
+                    )
                 capabilities = device.get("capabilities")
                 if not isinstance(capabilities, YList) or [scalar_text(c) for c in capabilities] != ["gpu"]:
-                    yield error(path, device.at("capabilities") if "capabilities" in device else devices.at(index), ID, f"{service.name} GPU reservation capabilities must be [gpu]")
+                    yield error(
+                        path,
+                        device.at("capabilities") if "capabilities" in device else devices.at(index),
+                        ID,
+                        f"{service.name} GPU reservation capabilities must be [gpu]",
+                    )
     if got != want:
         if sorted(got) == sorted(want):
             index = next(i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b)
-            yield error(path, ids[index].pos, ID, f"{service.name} GPU list {got} is reordered; the contract order is {want}")
+            yield error(
+                path,
+                ids[index].pos,
+                ID,
+                f"{service.name} GPU list {got} is reordered; the contract order is {want}",
+            )
         else:
             bad = next((token for token in ids if token.text not in want), None)
             yield error(
@@ -371,7 +446,12 @@ def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> 
     island = next((isl for isl in contract.islands if got and got[0] in isl), None)
     for token in ids:
         if island is None or token.text not in island:
-            yield error(path, token.pos, ID, f"{service.name} GPU {token.text} is outside the NVLink island of its other GPUs")
+            yield error(
+                path,
+                token.pos,
+                ID,
+                f"{service.name} GPU {token.text} is outside the NVLink island of its other GPUs",
+            )
             break
     tp = next((flag.value for flag in service.flags() if flag.flag == "--tp-size"), None)
     if tp is not None and tp.isdigit() and int(tp) != len(got):
@@ -383,7 +463,12 @@ def _gpu_overlap(path: str, engines: Sequence[tuple[Replica, Service]]) -> Itera
     for _replica, service in engines:
         for token in service.gpu_ids() or ():
             if token.text in owner and owner[token.text] != service.name:
-                yield error(path, token.pos, ID, f"{service.name} GPU {token.text} is also reserved by {owner[token.text]}")
+                yield error(
+                    path,
+                    token.pos,
+                    ID,
+                    f"{service.name} GPU {token.text} is also reserved by {owner[token.text]}",
+                )
             owner.setdefault(token.text, service.name)
 
 
@@ -394,7 +479,10 @@ def _rendezvous(path: str, engines: Sequence[tuple[Replica, Service]]) -> Iterat
             if flag.flag == "--dist-init-addr" and flag.value is not None:
                 if flag.value in seen:
                     yield error(
-                        path, flag.value_pos, ID, f"{service.name} --dist-init-addr {flag.value} collides with {seen[flag.value]}"
+                        path,
+                        flag.value_pos,
+                        ID,
+                        f"{service.name} --dist-init-addr {flag.value} collides with {seen[flag.value]}",
                     )
                 seen.setdefault(flag.value, service.name)
 
@@ -407,7 +495,11 @@ def _pairing(path: str, service: Service, contract: Contract) -> Iterator[Findin
     marker = qsplit.marker_env if qsplit is not None else None
     has_split = marker is not None and service.env.get(marker[0]) == marker[1]
     for flag in service.flags():
-        if flag.flag == "--chunked-prefill-size" and flag.value in contract.chunk_requires_qsplit and not has_split:
+        if (
+            flag.flag == "--chunked-prefill-size"
+            and flag.value in contract.chunk_requires_qsplit
+            and not has_split
+        ):
             yield error(
                 path,
                 flag.value_pos,
@@ -480,14 +572,18 @@ def _short(value: Any) -> str:
 # -- proxy, downloader, nginx, registrar ----------------------------------------------------
 
 
-def _proxy(compose: ComposeFile, contract: Contract, engines: Sequence[tuple[Replica, Service]]) -> Iterator[Finding]:
+def _proxy(
+    compose: ComposeFile, contract: Contract, engines: Sequence[tuple[Replica, Service]]
+) -> Iterator[Finding]:
     service = compose.services.get(str(contract.proxy["service"]))
     if service is None:
         return
     path = compose.path
     image = contract.images[str(contract.proxy["image"])]
     if scalar_text(service.get("image")) != image:
-        yield error(path, service.at("image"), ID, f"{service.name} image is not the tier's proxy build {image}")
+        yield error(
+            path, service.at("image"), ID, f"{service.name} image is not the tier's proxy build {image}"
+        )
     for key, value in contract.proxy["env"].items():
         if service.env.get(key) != scalar_text(value):
             yield error(
@@ -519,8 +615,13 @@ def _proxy(compose: ComposeFile, contract: Contract, engines: Sequence[tuple[Rep
     for index, item in enumerate(names):
         name = scalar_text(item)
         if name in engine_names:
-            pos = depends.at(name) if isinstance(depends, YMap) else depends.at(index)  # type: ignore[union-attr]
-            yield error(path, pos, ID, f"{service.name} depends_on {name}; the proxy must start and report while engines load")
+            pos = depends.at(name) if isinstance(depends, YMap) else depends.at(index)
+            yield error(
+                path,
+                pos,
+                ID,
+                f"{service.name} depends_on {name}; the proxy must start and report while engines load",
+            )
 
 
 def _downloader(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
@@ -530,7 +631,11 @@ def _downloader(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
         return
     path = compose.path
     entrypoint = service.get("entrypoint")
-    tokens = [scalar_text(t) for t in entrypoint] if isinstance(entrypoint, YList) else str(entrypoint or "").split()
+    tokens = (
+        [scalar_text(t) for t in entrypoint]
+        if isinstance(entrypoint, YList)
+        else str(entrypoint or "").split()
+    )
     tokens += [token.text for token in service.tokens or ()]
     want = [scalar_text(t) for t in spec["argv"]]
     if tokens != want:
@@ -573,8 +678,14 @@ def _registrar(compose: ComposeFile, contract: Contract, file: FileContract) -> 
                 ID,
                 f"{service.name} env {key} must be '{value}' in {file.stem}",
             )
-    others = {key for other in contract.files.values() for key in other.registrar_env} - set(file.registrar_env)
+    others = {key for other in contract.files.values() for key in other.registrar_env} - set(
+        file.registrar_env
+    )
     for key in sorted(others):
         if key in service.env:
-            yield error(compose.path, service.env_pos[key], ID, f"{service.name} env {key} belongs to another tier's file, not {file.stem}")
-
+            yield error(
+                compose.path,
+                service.env_pos[key],
+                ID,
+                f"{service.name} env {key} belongs to another tier's file, not {file.stem}",
+            )

@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from validators import collector_config, compose_hygiene, dcgm_metrics, engine_flags, loader, otel_labels, prod_config
+from validators import (
+    collector_config,
+    compose_hygiene,
+    dcgm_metrics,
+    engine_flags,
+    loader,
+    otel_labels,
+    prod_config,
+)
 from validators.context import Context
 from validators.findings import Finding
 from validators.model import ComposeFile

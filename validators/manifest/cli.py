@@ -38,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help=f"where to write (default: {HERE.name}/<package>-<version>.json beside this module; '-' for stdout)",
     )
-    run.add_argument("--check", action="store_true", help="compare with the existing output instead of writing")
+    run.add_argument(
+        "--check", action="store_true", help="compare with the existing output instead of writing"
+    )
     return parser
 
 
@@ -56,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.check:
             current = output.read_bytes() if output.is_file() else b""
             if current != data:
-                print(f"{output}: differs from what {args.wheel.name} gives; rerun without --check to rewrite it")
+                print(
+                    f"{output}: differs from what {args.wheel.name} gives; rerun without --check to rewrite it"
+                )
                 return ExitCode.FINDINGS
             print(f"{output}: up to date ({manifest['flag_count']} flags)")
             return ExitCode.OK
@@ -64,5 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TieropsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(f"{output}: {manifest['flag_count']} flags from {source['wheel']} (sha256 {source['sha256'][:12]}...)")
+    print(
+        f"{output}: {manifest['flag_count']} flags from {source['wheel']} (sha256 {source['sha256'][:12]}...)"
+    )
     return ExitCode.OK

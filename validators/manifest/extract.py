@@ -35,7 +35,15 @@ FIELDS_DIR = "sglang/srt/arg_groups/fields/"
 _WHEEL_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-")
 
 # argparse actions that never take a value.
-_NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version", "BooleanOptionalAction"}
+_NO_VALUE_ACTIONS = {
+    "store_true",
+    "store_false",
+    "store_const",
+    "count",
+    "help",
+    "version",
+    "BooleanOptionalAction",
+}
 
 
 class _Unresolved(Exception):
@@ -71,9 +79,17 @@ class _Wheel:
             raise InputError(f"cannot parse {path}: {exc.msg} (line {exc.lineno})") from None
         module = _Module(path, tree)
         for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
                 module.constants[node.targets[0].id] = node.value
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            elif (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.value is not None
+            ):
                 module.constants[node.target.id] = node.value
             elif isinstance(node, ast.ClassDef):
                 module.classes[node.name] = node
@@ -103,12 +119,13 @@ def extract(wheel_path: Path) -> dict[str, Any]:
         raise InputError("not a zip archive (is the download complete?)", where=str(wheel_path)) from None
     with archive:
         wheel = _Wheel(archive)
-        paths = [SERVER_ARGS] + sorted(
-            name for name in wheel.names if name.startswith(FIELDS_DIR) and name.endswith(".py")
-        )
+        fields = sorted(name for name in wheel.names if name.startswith(FIELDS_DIR) and name.endswith(".py"))
+        paths = [SERVER_ARGS, *fields]
         modules = [module for module in (wheel.module(path) for path in paths) if module is not None]
         if not modules or modules[0].path != SERVER_ARGS:
-            raise InputError(f"{SERVER_ARGS} not found in the wheel; is this an sglang wheel?", where=str(wheel_path))
+            raise InputError(
+                f"{SERVER_ARGS} not found in the wheel; is this an sglang wheel?", where=str(wheel_path)
+            )
         flags = _Extractor(wheel, modules).run()
         read = sorted(wheel.modules)
     return {
@@ -148,9 +165,15 @@ class _Extractor:
             for function in [node for node in ast.walk(module.tree) if isinstance(node, ast.FunctionDef)]:
                 # Choice lists are often computed into a local first
                 # (`choices = list(X.keys())`), so locals resolve like constants.
-                local = _Module(module.path, module.tree, dict(module.constants), module.classes, module.imports)
+                local = _Module(
+                    module.path, module.tree, dict(module.constants), module.classes, module.imports
+                )
                 for node in ast.walk(function):
-                    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    if (
+                        isinstance(node, ast.Assign)
+                        and len(node.targets) == 1
+                        and isinstance(node.targets[0], ast.Name)
+                    ):
                         local.constants[node.targets[0].id] = node.value
                 for call in _calls(function, "add_argument"):
                     self._add_argument(local, call)
@@ -159,7 +182,9 @@ class _Extractor:
     # -- dataclass fields ---------------------------------------------------------
 
     def _class(self, module: _Module, node: ast.expr) -> tuple[_Module, ast.ClassDef] | None:
-        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        name = (
+            node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        )
         if name is None:
             return None
         for candidate in [module, *self.modules]:
@@ -171,7 +196,9 @@ class _Extractor:
                 return other, other.classes[module.imports[name][1]]
         return None
 
-    def _fields(self, module: _Module, cls: ast.ClassDef, seen: set[str]) -> Iterator[tuple[_Module, ast.AnnAssign]]:
+    def _fields(
+        self, module: _Module, cls: ast.ClassDef, seen: set[str]
+    ) -> Iterator[tuple[_Module, ast.AnnAssign]]:
         # dataclasses.fields() lists base-class fields first (reversed MRO order).
         if cls.name in seen:
             return
@@ -195,7 +222,9 @@ class _Extractor:
             if entry is not None:
                 self._add(entry)
 
-    def _field(self, module: _Module, name: str, node: ast.AnnAssign) -> dict[str, Any] | None:
+    def _field(  # noqa: PLR0912 (mirrors arg_utils.add_cli_args_from_dataclass case by case)
+        self, module: _Module, name: str, node: ast.AnnAssign
+    ) -> dict[str, Any] | None:
         annotation = node.annotation
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
             annotation = ast.parse(annotation.value, mode="eval").body
@@ -235,7 +264,9 @@ class _Extractor:
             if isinstance(kwargs, dict):
                 entry["nargs"] = kwargs.get("nargs")
             if "action_kwargs" in meta and isinstance(meta["action_kwargs"], ast.Dict):
-                for key_node, value_node in zip(meta["action_kwargs"].keys, meta["action_kwargs"].values, strict=True):
+                for key_node, value_node in zip(
+                    meta["action_kwargs"].keys, meta["action_kwargs"].values, strict=True
+                ):
                     if isinstance(key_node, ast.Constant) and key_node.value == "type":
                         entry["type"] = _type_name(value_node)
             self._finish(module, entry, choices_node)
@@ -244,7 +275,13 @@ class _Extractor:
         literal = _literal_values(inner)
         type_parser = meta.get("type_parser")
         if literal is not None:
-            entry["type"] = _type_name(type_parser) if type_parser is not None else type(literal[0]).__name__ if literal else "str"
+            entry["type"] = (
+                _type_name(type_parser)
+                if type_parser is not None
+                else type(literal[0]).__name__
+                if literal
+                else "str"
+            )
             if choices_node is None:
                 entry["choices"] = literal
         elif _name(_subscript_base(inner)) in {"List", "list"} and type_parser is None:
@@ -280,7 +317,9 @@ class _Extractor:
     # -- add_argument calls -------------------------------------------------------
 
     def _add_argument(self, module: _Module, call: ast.Call) -> None:
-        names = [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+        names = [
+            arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+        ]
         flags = [name for name in names if name.startswith("-")]
         if not flags:
             return
@@ -340,7 +379,11 @@ class _Extractor:
                 args = node.args.args
                 defaults = node.args.defaults
                 for arg, default in zip(args[len(args) - len(defaults) :], defaults, strict=True):
-                    if arg.arg == "nargs" and isinstance(default, ast.Constant) and isinstance(default.value, int):
+                    if (
+                        arg.arg == "nargs"
+                        and isinstance(default, ast.Constant)
+                        and isinstance(default.value, int)
+                    ):
                         return int(default.value)
         return None
 
@@ -372,7 +415,7 @@ class _Extractor:
         except _Unresolved:
             return default
 
-    def _eval(self, module: _Module, node: ast.expr, depth: int = 0) -> Any:
+    def _eval(self, module: _Module, node: ast.expr, depth: int = 0) -> Any:  # noqa: PLR0911 (one return per node kind)
         """A small, safe evaluator: literals, module constants, +, list(), keys()."""
         if depth > 20:
             raise _Unresolved
@@ -418,7 +461,11 @@ class _Extractor:
             if found is not None:
                 owner, cls = found
                 for item in cls.body:
-                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == node.attr:
+                    if (
+                        isinstance(item, ast.AnnAssign)
+                        and isinstance(item.target, ast.Name)
+                        and item.target.id == node.attr
+                    ):
                         return owner, item.value if item.value is not None else ast.Constant(value=None)
                     if isinstance(item, ast.Assign) and any(
                         isinstance(target, ast.Name) and target.id == node.attr for target in item.targets
@@ -438,7 +485,20 @@ class _Extractor:
                 return [self._eval(owner, key, depth + 1) for key in target.keys if key is not None]
         raise _Unresolved
 
-_KEYS = ("flag", "aliases", "dest", "action", "nargs", "takes_value", "type", "choices", "choices_expr", "default", "deprecated")
+
+_KEYS = (
+    "flag",
+    "aliases",
+    "dest",
+    "action",
+    "nargs",
+    "takes_value",
+    "type",
+    "choices",
+    "choices_expr",
+    "default",
+    "deprecated",
+)
 
 
 def _calls(tree: ast.AST, method: str) -> Iterator[ast.Call]:
