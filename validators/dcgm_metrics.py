@@ -137,12 +137,18 @@ def _csv(  # noqa: PLR0912 (one branch per check)
         )
         return []
     mode = entry.get("mode")
-    if mode != int(str(spec["mode"]), 8):
-        where = entry.at("mode") if "mode" in entry else pos
+    if "mode" not in entry:
+        yield error(
+            path,
+            pos,
+            ID,
+            f"{dcgm.name} mounts the counters CSV without a mode; set mode: {spec['mode']} (read-only)",
+        )
+    elif mode != int(str(spec["mode"]), 8):
         shown = oct(mode) if isinstance(mode, int) else mode
         yield error(
             path,
-            where,
+            entry.at("mode"),
             ID,
             f"{dcgm.name} counters CSV mode is {shown}; it must be {spec['mode']} (read-only)",
         )

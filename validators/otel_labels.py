@@ -194,7 +194,7 @@ def _jobs(  # noqa: PLR0912 (one branch per check)
             "scrape_timeout": str(col["scrape_timeout"]),
         }
         for key, value in checks.items():
-            if job.value(key) != value:
+            if value is not None and job.value(key) != value:
                 yield error(
                     path,
                     job.at(parsed.config, key),

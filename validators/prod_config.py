@@ -535,14 +535,14 @@ def _parity(
         for key in [*first.data, *(k for k in other.data if k not in first.data)]:
             if key in exempt:
                 continue
-            a, b = _plain(first.data.get(key)), _plain(other.data.get(key))
-            if a != b:
-                pos = other.at(key) if key in other.data else other.pos
+            difference = _first_difference(first.data, other.data, key)
+            if difference is not None:
+                dotted, a, b, pos = difference
                 yield error(
                     path,
                     pos,
                     ID,
-                    f"replica parity: {other.name} `{key}` differs from {first.name} ({_short(b)} vs {_short(a)}); replicas differ only in {', '.join(contract.parity_keys)} and declared argv/env",
+                    f"replica parity: {other.name} {dotted} is {_short(b)}, {first.name} has {_short(a)}; replicas differ only in {', '.join(contract.parity_keys)} and declared argv/env",
                 )
         if contract_findings.get(first_replica.name) or contract_findings.get(replica.name):
             continue  # the argv/env contract findings already name the difference
@@ -556,6 +556,26 @@ def _parity(
             )
 
 
+def _first_difference(first: YMap, other: YMap, key: str) -> tuple[str, Any, Any, Pos] | None:
+    """The deepest differing key under `key`, its two values, and where to point."""
+    dotted = key
+    a: Any = first.get(key)
+    b: Any = other.get(key)
+    # Point at the replica that has the key: the other one (r2) when both do.
+    pos = other.at(key) if key in other else first.at(key)
+    while isinstance(a, YMap) and isinstance(b, YMap):
+        child = next(
+            (k for k in [*b, *(k for k in a if k not in b)] if _plain(a.get(k)) != _plain(b.get(k))), None
+        )
+        if child is None:
+            return None
+        pos = b.at(child) if child in b else a.at(child)
+        dotted, a, b = f"{dotted}.{child}", a.get(child), b.get(child)
+    if _plain(a) == _plain(b):
+        return None
+    return dotted, _plain(a), _plain(b), pos
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
@@ -565,6 +585,8 @@ def _plain(value: Any) -> Any:
 
 
 def _short(value: Any) -> str:
+    if value is None:
+        return "absent"
     text = str(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
