@@ -225,7 +225,7 @@ class _Composer:
                 value = _resolve_scalar(event)
                 if event.anchor:
                     self._anchor(event, value, 1)
-                self._attach(stack, root, value, _pos(event), 1, plain=not event.style)
+                self._attach(stack, root, value, _pos(event), 1, plain=not event.style, fresh=True)
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 container: YMap | YList = (
                     YMap(_pos(event)) if kind is yaml.MappingStartEvent else YList(_pos(event))
@@ -241,7 +241,7 @@ class _Composer:
                 if frame.anchor:
                     self.open_anchors.discard(frame.anchor)
                     self.anchors[frame.anchor] = (frame.value, frame.weight)
-                self._attach(stack, root, frame.value, frame.value.pos, frame.weight, plain=False)
+                self._attach(stack, root, frame.value, frame.value.pos, frame.weight, plain=False, fresh=True)
             elif kind is yaml.AliasEvent:
                 pos = _pos(event)
                 if event.anchor in self.open_anchors:
@@ -250,7 +250,7 @@ class _Composer:
                     raise _Problem(pos, f"undefined alias *{event.anchor}")
                 self.alias_pos.append(pos)
                 value, weight = self.anchors[event.anchor]
-                self._attach(stack, root, value, pos, weight, plain=False)
+                self._attach(stack, root, value, pos, weight, plain=False, fresh=False)
             elif kind is yaml.DocumentStartEvent:
                 documents += 1
                 if documents > 1:
@@ -270,11 +270,20 @@ class _Composer:
         self.anchors[event.anchor] = (value, weight)
 
     def _attach(
-        self, stack: list[_Frame], root: list[Any], value: Any, pos: Pos, weight: int, *, plain: bool
+        self,
+        stack: list[_Frame],
+        root: list[Any],
+        value: Any,
+        pos: Pos,
+        weight: int,
+        *,
+        plain: bool,
+        fresh: bool,
     ) -> None:
-        # Aliases share one Python object; counting expanded nodes is what stops a
-        # few hundred bytes from making every rule walk millions of nodes.
-        self.nodes += weight
+        # Aliases share one Python object; counting what they expand to is what stops
+        # a few hundred bytes from making every rule walk millions of nodes. A node
+        # written out counts once; an alias counts its whole expanded subtree.
+        self.nodes += 1 if fresh else weight
         if self.nodes > MAX_NODES:
             raise _Problem(
                 pos, f"alias expansion exceeds {MAX_NODES} nodes (an alias bomb?); refusing to expand it"
