@@ -70,7 +70,25 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
-@nox.session(venv_backend="none", requires=["generated", "lint", "typecheck"])
+@nox.session
+def validate(session: nox.Session) -> None:
+    """The validators on prod/*.yaml: contracts, engine flags, telemetry, hygiene (docs/validators.md).
+
+    Takes no posargs on purpose: nox hands `check`'s posargs to every prerequisite.
+    Under GitHub Actions (`GITHUB_ACTIONS=true`) findings also become annotations.
+    """
+    install(session, "runtime")
+    session.run("python", "-m", "validators", "--format", "auto")
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Validators benchmark: the three prod files, 100 synthetic stacks, parser choices."""
+    install(session, "runtime")
+    session.run("python", "benchmarks/bench_validators.py")
+
+
+@nox.session(venv_backend="none", requires=["generated", "validate", "lint", "typecheck"])
 def check(session: nox.Session) -> None:
     """The main job: every check of the repository's own prod/ and code (not the tests)."""
     session.log("check: every required session passed")

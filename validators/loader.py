@@ -50,6 +50,10 @@ MAX_BYTES = 4 * 1024 * 1024
 # inputs reach millions from a few hundred bytes.
 MAX_NODES = 200_000
 
+# libyaml (C) when PyYAML was built with it, as the pinned manylinux wheels are; the
+# pure-Python parser yields the same events with the same marks, only slower.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 _MERGE = "<<"
 _NO_KEY = object()
 
@@ -219,7 +223,7 @@ class _Composer:
         root: list[Any] = []
         documents = 0
         event: Any  # libyaml's event classes: the stubs only know the base class
-        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        for event in yaml.parse(text, Loader=_LOADER):
             kind = type(event)
             if kind is yaml.ScalarEvent:
                 value = _resolve_scalar(event)

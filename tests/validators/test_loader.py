@@ -17,7 +17,12 @@ BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
 
 MALFORMED: list[tuple[str, bytes, int, str]] = [
     ("unclosed-flow", b"services:\n  x: [1, 2\n", 3, "invalid YAML"),
-    ("duplicate-key", b"services:\n  x:\n    image: a\n    image: b\n", 4, "duplicate key 'image' (first at line 3)"),
+    (
+        "duplicate-key",
+        b"services:\n  x:\n    image: a\n    image: b\n",
+        4,
+        "duplicate key 'image' (first at line 3)",
+    ),
     ("sequence-document", b"- services\n", 1, "the document is a sequence, not a mapping"),
     ("scalar-document", b"just text\n", 1, "the document is a scalar (str), not a mapping"),
     ("empty", b"", 1, "empty document"),
@@ -37,7 +42,9 @@ def test_malformed_input_is_one_yaml_finding_and_the_next_file_is_still_checked(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / f"{name}.yaml").write_bytes(raw)
-    (tmp_path / BASE).write_text(prod_text(BASE).replace("num_consumers: 1", "num_consumers: 2"), encoding="utf-8")
+    (tmp_path / BASE).write_text(
+        prod_text(BASE).replace("num_consumers: 1", "num_consumers: 2"), encoding="utf-8"
+    )
     result = run_cli("--format", "json", f"{name}.yaml", BASE)
     rows = result.findings()
     assert result.code == 1
@@ -59,7 +66,9 @@ def test_a_file_over_the_size_limit_is_one_finding_without_parsing(tmp_path: Pat
     assert "larger than 4 MiB" in result.findings()[0]["message"]
 
 
-def test_a_missing_file_exits_2_after_checking_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_file_exits_2_after_checking_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / BASE).write_text(prod_text(BASE), encoding="utf-8")
     result = run_cli("nowhere.yaml", BASE)
@@ -91,7 +100,16 @@ def test_merge_keys_are_resolved_with_explicit_keys_winning_and_recorded() -> No
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("0o444", 0o444), ("0444", 0o444), ("444", 444), ('"0444"', "0444"), ("true", True), ("yes", "yes"), ("~", None), ("1.5", 1.5)],
+    [
+        ("0o444", 0o444),
+        ("0444", 0o444),
+        ("444", 444),
+        ('"0444"', "0444"),
+        ("true", True),
+        ("yes", "yes"),
+        ("~", None),
+        ("1.5", 1.5),
+    ],
 )
 def test_scalars_resolve_like_compose(text: str, value: Any) -> None:
     doc = parse(f"v: {text}\n".encode(), "t.yaml")
