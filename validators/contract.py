@@ -147,7 +147,9 @@ class BuildContract:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"cannot read contract: {' '.join(str(exc).split())}", where=str(path)) from None
     if not isinstance(data, dict):
