@@ -5,7 +5,8 @@ interpolated it (`$$` becomes `$`). It must parse as one YAML mapping; every
 component a pipeline of `service.pipelines` names must be defined under `receivers`,
 `processors` or `exporters` (and pipelines name at least one receiver and one
 exporter); every `${env:VAR}` it reads must be set in the collector service's
-environment.
+environment, and each such reference is written `$${env:VAR}` in the compose file
+(with one `$`, compose would interpolate it itself).
 
 This is a structural check only: the real collector (`otelcol-contrib validate`)
 cannot run here. With Docker, an operator validates the rendered config with the
@@ -43,6 +44,7 @@ ID = "collector-config"
 SUMMARY = "the embedded collector config parses; pipelines name defined components; every ${env:VAR} is set"
 
 _ENV_REF = re.compile(r"\$\{env:(?P<var>[A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
+_UNESCAPED = re.compile(r"(?<!\$)\$\{env:")
 _KINDS = {"receivers": "receivers", "processors": "processors", "exporters": "exporters"}
 
 
@@ -101,6 +103,19 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:  # noqa: PLR
                             ID,
                             f"pipeline {name} uses {kind[:-1]} {label}, which is not defined under {kind}",
                         )
+    # Compose interpolates `${...}` itself: the collector's own references must be
+    # written `$${env:VAR}` so compose turns them into `${env:VAR}` and leaves them alone.
+    raw = compose.config_content(str(col["config"]))
+    if raw is not None:
+        for number, line in enumerate(raw[0].split("\n"), start=1):
+            for match in _UNESCAPED.finditer(line):
+                where = Pos(parsed.config.first_line + number - 1, parsed.config.indent + match.start() + 1)
+                yield error(
+                    path,
+                    where if parsed.config.block else parsed.config.key_pos,
+                    ID,
+                    "collector config writes ${env:...} with one $; compose would interpolate it: write $${env:...}",
+                )
     if service is not None:
         for number, line in enumerate(parsed.config.text.split("\n"), start=1):
             for match in _ENV_REF.finditer(line):

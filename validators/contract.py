@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tierops.errors import InputError
 
 CONTRACTS = Path(__file__).resolve().parent / "contracts"
@@ -146,15 +144,17 @@ class BuildContract:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """A contract file through the same loader as prod files: a duplicate key is an error here too."""
+    from validators.findings import Finding
+    from validators.loader import load_file
+
     try:
-        data = yaml.load(
-            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read contract: {' '.join(str(exc).split())}", where=str(path)) from None
-    if not isinstance(data, dict):
-        raise InputError("contract is not a mapping", where=str(path))
-    return data
+        document = load_file(path)
+    except InputError as exc:
+        raise InputError(f"cannot read contract: {exc.message}", where=str(path)) from None
+    if isinstance(document, Finding):
+        raise InputError(f"contract: {document.message}", where=f"{path}:{document.line}:{document.col}")
+    return document.data
 
 
 def _strs(values: Any) -> tuple[str, ...]:

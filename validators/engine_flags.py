@@ -6,7 +6,8 @@ flags validators/contracts/engine-build.yaml declares, each with its reason. For
 every engine (a service whose command is `sglang serve ...`): each flag is in the
 manifest or declared; store_true flags take no value and the others exactly one (or
 one or more for nargs "+"/"*"); int and float values parse; choices are respected;
-deprecated spellings are warned about; and the startup conflicts of engine-build.yaml
+deprecated spellings and argparse prefix abbreviations are warned about (an
+ambiguous abbreviation is an error); and the startup conflicts of engine-build.yaml
 are reported (`--enable-dynamic-batch-tokenizer` with
 `--enable-tokenizer-batch-encode`: error; with `--skip-tokenizer-init`: warning).
 
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from validators.context import Context
-from validators.findings import Finding, Pos, error, warning
+from validators.findings import START, Finding, Pos, error, warning
 from validators.manifest import FlagSpec
 from validators.model import ComposeFile, Service, Token, canonical
 
@@ -86,6 +87,24 @@ def _spec(flag: str, ctx: Context) -> FlagSpec | None:
     )
 
 
+def _abbreviation(written: str, ctx: Context) -> tuple[FlagSpec | None, Finding | None]:
+    """argparse accepts a unique prefix of a long flag; say so, since a new flag can break it."""
+    if not written.startswith("--"):
+        return None, None
+    spellings = sorted({*ctx.manifest.flags, *ctx.build.patch_flags})
+    matches = sorted(
+        {(ctx.manifest.lookup(s) or _spec(s, ctx)).flag for s in spellings if s.startswith(written)}
+    )  # type: ignore[union-attr]
+    if len(matches) == 1:
+        message = f"flag {written} works only as an argparse abbreviation of {matches[0]}; write {matches[0]}"
+        return _spec(matches[0], ctx), warning("", START, ID, message)
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        message = f"flag {written} is an ambiguous abbreviation ({shown}); argparse refuses it at startup"
+        return None, error("", START, ID, message)
+    return None, None
+
+
 def _check_engine(path: str, service: Service, ctx: Context) -> Iterator[Finding]:
     tokens = service.tokens or []
     name = service.name
@@ -100,13 +119,21 @@ def _check_engine(path: str, service: Service, ctx: Context) -> Iterator[Finding
             continue
         written, sep, attached = token.text.partition("=")
         spec = _spec(written, ctx)
+        problem: Finding | None = None
         if spec is None:
-            yield error(
-                path,
-                token.pos,
-                ID,
-                f"{name} flag {written} does not exist in {build} and is not a declared patch flag (validators/contracts/engine-build.yaml)",
-            )
+            spec, problem = _abbreviation(written, ctx)
+            if problem is not None:
+                yield problem._replace(
+                    path=path, line=token.pos.line, col=token.pos.col, message=f"{name} {problem.message}"
+                )
+        if spec is None:
+            if problem is None:
+                yield error(
+                    path,
+                    token.pos,
+                    ID,
+                    f"{name} flag {written} does not exist in {build} and is not a declared patch flag (validators/contracts/engine-build.yaml)",
+                )
             # Skip what looks like its value so one unknown flag is one finding.
             index += 1
             while not sep and index < len(tokens) and not _FLAG.match(tokens[index].text):

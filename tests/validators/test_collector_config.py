@@ -62,3 +62,16 @@ def test_a_pipeline_without_exporters_is_named(write_prod: Any) -> None:
     text = prod_text(BASE).replace("            exporters: [otlphttp/gateway]\n", "")
     found = rows(write_prod, text)
     assert [message for _rule, _line, _col, message in found] == ["pipeline metrics names no exporters"]
+
+
+def test_a_collector_reference_with_one_dollar_is_named(write_prod: Any) -> None:
+    text = prod_text(BASE).replace("value: $${env:HOST_IP}", "value: ${env:HOST_IP}")
+    line = line_of(text, "value: ${env:HOST_IP}")
+    assert rows(write_prod, text) == [
+        (
+            "collector-config",
+            line,
+            22,
+            "collector config writes ${env:...} with one $; compose would interpolate it: write $${env:...}",
+        )
+    ]

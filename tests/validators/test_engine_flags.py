@@ -93,3 +93,19 @@ def test_only_engines_are_checked() -> None:
     assert isinstance(doc, Document)
     assert list(engine_flags.check(build(doc), load_context())) == []
     assert Level.ERROR.value == "error"
+
+
+def test_an_argparse_abbreviation_is_a_warning_and_an_ambiguous_one_an_error() -> None:
+    text = prod_text(BASE).replace("      - --max-queued-requests\n", "      - --max-queued\n", 1)
+    text = text.replace(
+        "      - --enable-cache-report\n", "      - --enable-cache-report\n      - --enable-d\n", 1
+    )
+    found = findings(text)
+    assert found[0] == (
+        line_of(text, "      - --max-queued\n"),
+        "warning",
+        "model-sg-glm53-w4afp8-tp4-r1 flag --max-queued works only as an argparse abbreviation of --max-queued-requests; write --max-queued-requests",
+    )
+    assert found[1][:2] == (line_of(text, "      - --enable-d\n"), "error")
+    assert "is an ambiguous abbreviation" in found[1][2]
+    assert len(found) == 2
