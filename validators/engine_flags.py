@@ -92,9 +92,8 @@ def _abbreviation(written: str, ctx: Context) -> tuple[FlagSpec | None, Finding 
     if not written.startswith("--"):
         return None, None
     spellings = sorted({*ctx.manifest.flags, *ctx.build.patch_flags})
-    matches = sorted(
-        {(ctx.manifest.lookup(s) or _spec(s, ctx)).flag for s in spellings if s.startswith(written)}
-    )  # type: ignore[union-attr]
+    specs = [_spec(spelling, ctx) for spelling in spellings if spelling.startswith(written)]
+    matches = sorted({spec.flag for spec in specs if spec is not None})
     if len(matches) == 1:
         message = f"flag {written} works only as an argparse abbreviation of {matches[0]}; write {matches[0]}"
         return _spec(matches[0], ctx), warning("", START, ID, message)
