@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from tierops.errors import InputError
+from validators.findings import Finding
+from validators.loader import load_file
 
 CONTRACTS = Path(__file__).resolve().parent / "contracts"
 DEFAULT_CONTRACT = CONTRACTS / "glm53.yaml"
@@ -145,9 +147,6 @@ class BuildContract:
 
 def _read(path: Path) -> dict[str, Any]:
     """A contract file through the same loader as prod files: a duplicate key is an error here too."""
-    from validators.findings import Finding
-    from validators.loader import load_file
-
     try:
         document = load_file(path)
     except InputError as exc:

@@ -22,6 +22,14 @@ def render(manifest: dict[str, object]) -> bytes:
     return (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def _shown(path: Path) -> str:
+    """The path relative to the working directory when it is below it (shorter, stable)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m validators.manifest",
@@ -59,16 +67,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             current = output.read_bytes() if output.is_file() else b""
             if current != data:
                 print(
-                    f"{output}: differs from what {args.wheel.name} gives; rerun without --check to rewrite it"
+                    f"{_shown(output)}: differs from what {args.wheel.name} gives; rerun without --check to rewrite it"
                 )
                 return ExitCode.FINDINGS
-            print(f"{output}: up to date ({manifest['flag_count']} flags)")
+            print(f"{_shown(output)}: up to date ({manifest['flag_count']} flags)")
             return ExitCode.OK
         write_bytes_atomic(output, data)
     except TieropsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     print(
-        f"{output}: {manifest['flag_count']} flags from {source['wheel']} (sha256 {source['sha256'][:12]}...)"
+        f"{_shown(output)}: {manifest['flag_count']} flags from {source['wheel']} (sha256 {source['sha256'][:12]}...)"
     )
     return ExitCode.OK
