@@ -76,7 +76,11 @@ def _docker_compose_answers() -> bool:
 
 @nox.session
 def compose(session: nox.Session) -> None:
-    """`docker compose config` on every prod file with ci/dummy.env (arguments after `--` go to it)."""
+    """`docker compose config` on every prod file with ci/dummy.env.
+
+    Takes no posargs: nox hands `check`'s posargs to every prerequisite. For options,
+    run `python -m validators.compose --help`.
+    """
     if _docker_compose_answers():
         install(session, "runtime")
     elif sys.platform == "linux" and platform.machine() == "x86_64":
@@ -92,7 +96,7 @@ def compose(session: nox.Session) -> None:
         if _under_ci():
             session.error(message)
         session.skip(message)
-    session.run("python", "-m", "validators.compose", *session.posargs)
+    session.run("python", "-m", "validators.compose")
 
 
 @nox.session(name="compose-bench", default=False)
@@ -123,7 +127,25 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
-@nox.session(venv_backend="none", requires=["generated", "lint", "typecheck", "compose"])
+@nox.session
+def validate(session: nox.Session) -> None:
+    """The validators on prod/*.yaml: contracts, engine flags, telemetry, hygiene (docs/validators.md).
+
+    Takes no posargs on purpose: nox hands `check`'s posargs to every prerequisite.
+    Under GitHub Actions (`GITHUB_ACTIONS=true`) findings also become annotations.
+    """
+    install(session, "runtime")
+    session.run("python", "-m", "validators", "--format", "auto")
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Validators benchmark: the three prod files, 100 synthetic stacks, parser choices."""
+    install(session, "runtime")
+    session.run("python", "benchmarks/bench_validators.py")
+
+
+@nox.session(venv_backend="none", requires=["generated", "validate", "compose", "lint", "typecheck"])
 def check(session: nox.Session) -> None:
     """The main job: every check of the repository's own prod/ and code (not the tests)."""
     session.log("check: every required session passed")

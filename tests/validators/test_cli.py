@@ -1,0 +1,177 @@
+"""The CLI in-process: whole output and exit code pinned for each format."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.validators.conftest import BASE, ROOT, prod_text, run_cli
+from validators import cli, prod_config
+
+TWO_FINDINGS = (
+    prod_text(BASE)
+    .replace("num_consumers: 1", "num_consumers: 2")
+    .replace("    container_name: nginx\n", "    container_name: nginx-front\n")
+)
+TEXT = (
+    f"{BASE}:263:5: [error] container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key (compose-hygiene)\n"
+    f"{BASE}:533:13: [error] exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order) (otel-labels)\n"
+)
+
+
+@pytest.fixture
+def mutated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    (tmp_path / BASE).write_text(TWO_FINDINGS, encoding="utf-8")
+    return BASE
+
+
+def test_text_format_prints_one_line_per_finding_and_a_summary(mutated: str) -> None:
+    result = run_cli("--format", "text", mutated)
+    assert (result.code, result.err) == (1, "")
+    assert result.out == TEXT + "1 file checked: 2 errors, 0 warnings\n"
+
+
+def test_json_format_prints_a_list_and_the_summary_on_stderr(mutated: str) -> None:
+    result = run_cli("--format", "json", mutated)
+    assert result.code == 1
+    assert json.loads(result.out) == [
+        {
+            "path": BASE,
+            "line": 263,
+            "col": 5,
+            "level": "error",
+            "rule": "compose-hygiene",
+            "message": "container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key",
+        },
+        {
+            "path": BASE,
+            "line": 533,
+            "col": 13,
+            "level": "error",
+            "rule": "otel-labels",
+            "message": "exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order)",
+        },
+    ]
+    assert result.err == "1 file checked: 2 errors, 0 warnings\n"
+
+
+def test_github_format_prints_the_full_report_then_one_annotation_per_finding(mutated: str) -> None:
+    result = run_cli("--format", "github", mutated)
+    assert result.code == 1
+    assert result.out == (
+        TEXT
+        + f"::error file={BASE},line=263,col=5,title=compose-hygiene::container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key\n"
+        + f"::error file={BASE},line=533,col=13,title=otel-labels::exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order)\n"
+        + "1 file checked: 2 errors, 0 warnings\n"
+    )
+
+
+def test_auto_format_is_github_under_github_actions(mutated: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert "::error file=" in run_cli(mutated).out
+    monkeypatch.setenv("GITHUB_ACTIONS", "false")
+    assert "::error" not in run_cli(mutated).out
+
+
+def test_rule_selects_families(mutated: str) -> None:
+    result = run_cli("--format", "text", "--rule", "otel-labels", mutated)
+    assert result.out == TEXT.splitlines(keepends=True)[1] + "1 file checked: 1 error, 0 warnings\n"
+
+
+def test_an_unknown_rule_is_a_usage_error(mutated: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli("--rule", "no-such-rule", mutated)
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'no-such-rule'" in capsys.readouterr().err
+
+
+def test_warnings_fail_only_with_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = prod_text(BASE).replace(
+        "      - --enable-cache-report\n",
+        '      - --enable-cache-report\n      - --cuda-graph-max-bs\n      - "32"\n',
+        1,
+    )
+    (tmp_path / BASE).write_text(text, encoding="utf-8")
+    relaxed = run_cli("--format", "text", "--rule", "engine-flags", BASE)
+    assert relaxed.code == 0
+    assert relaxed.out == (
+        f"{BASE}:82:9: [warning] model-sg-glm53-w4afp8-tp4-r1 flag --cuda-graph-max-bs is deprecated in the pinned build; use --cuda-graph-max-bs-decode (engine-flags)\n"
+        "1 file checked: 0 errors, 1 warning\n"
+    )
+    assert run_cli("--strict", "--rule", "engine-flags", BASE).code == 1
+
+
+def test_the_committed_prod_files_are_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = run_cli("--format", "text")
+    assert (result.code, result.out, result.err) == (0, "3 files checked: 0 errors, 0 warnings\n", "")
+
+
+def test_no_default_files_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run_cli()
+    assert result.code == 2
+    assert result.err.startswith("error: no files to check: prod/*.yaml matched nothing")
+
+
+def test_a_file_without_a_contract_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "GLM-9-Experimental.yaml"
+    path.write_text(prod_text(BASE), encoding="utf-8")
+    result = run_cli("--format", "json", "--rule", "prod-config", path)
+    assert result.code == 1
+    assert [(row["line"], row["rule"]) for row in result.findings()] == [(1, "prod-config")]
+    assert "no contract for 'GLM-9-Experimental'" in result.findings()[0]["message"]
+
+
+def test_a_bug_in_a_rule_is_exit_3_with_one_line(mutated: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The only way to exercise the internal-error path is a rule that breaks.
+    def broken(*_args: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(prod_config, "check", broken)
+    result = run_cli(mutated)
+    assert result.code == 3
+    assert (
+        result.err
+        == "internal error: KeyError: 'boom' (a bug in validators; please report it with this line)\n"
+    )
+
+
+def test_list_rules_names_every_family() -> None:
+    result = run_cli("--list-rules")
+    assert result.code == 0
+    assert [line.split(":")[0] for line in result.out.splitlines()] == [
+        "yaml",
+        "prod-config",
+        "engine-flags",
+        "otel-labels",
+        "dcgm-metrics",
+        "compose-hygiene",
+        "collector-config",
+    ]
+
+
+def test_help_shows_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "exit codes:" in out
+    assert "1  findings at error level" in out
+
+
+def test_module_entry_point_smoke() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "validators", "--format", "text"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "3 files checked: 0 errors, 0 warnings\n")

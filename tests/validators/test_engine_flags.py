@@ -1,0 +1,111 @@
+"""engine-flags beyond the mutation suite: patch declarations, warnings, value counts."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from tests.validators.conftest import BASE, LONG, line_of, prod_text, run_cli
+from validators import engine_flags
+from validators.context import load_context
+from validators.findings import Level
+from validators.loader import Document, parse
+from validators.model import build
+
+
+def findings(text: str, name: str = BASE, **context: Any) -> list[tuple[int, str, str]]:
+    ctx = load_context()
+    if context:
+        ctx = dataclasses.replace(ctx, build=dataclasses.replace(ctx.build, **context))
+    doc = parse(text.encode(), name)
+    assert isinstance(doc, Document)
+    return [(f.line, f.level.value, f.message) for f in engine_flags.check(build(doc), ctx)]
+
+
+def test_a_patch_flag_is_an_error_once_its_declaration_is_gone() -> None:
+    text = prod_text(BASE)
+    assert findings(text) == []
+    found = findings(text, patch_flags={})
+    assert [(line, level) for line, level, _ in found] == [
+        (line_of(text, "      - --prefill-decode-interval", 1), "error"),
+        (line_of(text, "      - --prefill-decode-interval", 2), "error"),
+    ]
+    assert "not a declared patch flag" in found[0][2]
+
+
+def test_skip_tokenizer_init_with_the_dynamic_batch_tokenizer_is_a_warning(write_prod: Any) -> None:
+    text = prod_text(LONG).replace(
+        "      - --enable-dynamic-batch-tokenizer\n",
+        "      - --skip-tokenizer-init\n      - --enable-dynamic-batch-tokenizer\n",
+        1,
+    )
+    found = findings(text, LONG)
+    assert found == [
+        (
+            line_of(text, "      - --skip-tokenizer-init", 1),
+            "warning",
+            "model-sg-glm53-w4afp8-tp4-r1 sets --enable-dynamic-batch-tokenizer and --skip-tokenizer-init: "
+            "--skip-tokenizer-init silently turns the dynamic batch tokenizer off; the engine starts without it",
+        )
+    ]
+    path: Path = write_prod(LONG, text)
+    assert run_cli("--rule", "engine-flags", path).code == 0
+    assert run_cli("--rule", "engine-flags", "--strict", path).code == 1
+
+
+def test_values_written_with_equals_are_checked_too() -> None:
+    text = prod_text(BASE).replace('      - --tp-size\n      - "4"\n', "      - --tp-size=four\n", 1)
+    assert [message for _line, _level, message in findings(text)] == [
+        "model-sg-glm53-w4afp8-tp4-r1 flag --tp-size value 'four' is not an integer"
+    ]
+
+
+def test_a_flag_missing_its_value_and_a_store_true_with_equals() -> None:
+    text = prod_text(BASE).replace(
+        '      - --watchdog-timeout\n      - "1800"\n', "      - --watchdog-timeout\n", 1
+    )
+    text = text.replace("      - --enable-metrics\n", "      - --enable-metrics=yes\n", 1)
+    messages = [message for _line, _level, message in findings(text)]
+    assert messages == [
+        "model-sg-glm53-w4afp8-tp4-r1 flag --watchdog-timeout needs a value",
+        "model-sg-glm53-w4afp8-tp4-r1 flag --enable-metrics is a switch (store_true) and takes no value, got 'yes'",
+    ]
+
+
+def test_human_readable_ints_and_nargs_plus_are_understood() -> None:
+    text = prod_text(BASE).replace(
+        '      - --max-prefill-tokens\n      - "32768"\n', "      - --max-prefill-tokens\n      - 32Ki\n", 1
+    )
+    text = text.replace(
+        "      - --enable-cache-report\n",
+        "      - --enable-cache-report\n      - --cuda-graph-bs-decode\n      - '1'\n      - '2'\n",
+        1,
+    )
+    assert findings(text) == []
+
+
+def test_only_engines_are_checked() -> None:
+    doc = parse(
+        b"services:\n  tool:\n    image: x@sha256:" + b"a" * 64 + b"\n    command: [--nonsense, yes]\n",
+        "x.yaml",
+    )
+    assert isinstance(doc, Document)
+    assert list(engine_flags.check(build(doc), load_context())) == []
+    assert Level.ERROR.value == "error"
+
+
+def test_an_argparse_abbreviation_is_a_warning_and_an_ambiguous_one_an_error() -> None:
+    text = prod_text(BASE).replace("      - --max-queued-requests\n", "      - --max-queued\n", 1)
+    text = text.replace(
+        "      - --enable-cache-report\n", "      - --enable-cache-report\n      - --enable-d\n", 1
+    )
+    found = findings(text)
+    assert found[0] == (
+        line_of(text, "      - --max-queued\n"),
+        "warning",
+        "model-sg-glm53-w4afp8-tp4-r1 flag --max-queued works only as an argparse abbreviation of --max-queued-requests; write --max-queued-requests",
+    )
+    assert found[1][:2] == (line_of(text, "      - --enable-d\n"), "error")
+    assert "is an ambiguous abbreviation" in found[1][2]
+    assert len(found) == 2

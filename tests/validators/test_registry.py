@@ -1,0 +1,67 @@
+"""The registry: unique ids, every rule module registered, every family documented."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.validators.conftest import ROOT
+from validators import loader
+from validators.registry import ALL_IDS, LOADER_ID, RULES
+
+PACKAGE = ROOT / "validators"
+DOCS = ROOT / "docs" / "validators.md"
+
+
+def _modules_declaring_an_id() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and [getattr(target, "id", None) for target in node.targets] == ["ID"]
+                and isinstance(node.value, ast.Constant)
+            ):
+                found[path.stem] = str(node.value.value)
+    return found
+
+
+def test_rule_ids_are_unique() -> None:
+    assert len(ALL_IDS) == len(set(ALL_IDS))
+
+
+def test_every_module_with_an_id_is_registered_under_it() -> None:
+    declared = _modules_declaring_an_id()
+    assert declared.pop("loader") == LOADER_ID
+    assert {module.__name__.rsplit(".", 1)[-1]: rule_id for rule_id, module in RULES.items()} == declared
+
+
+def test_module_names_are_the_ids_users_type() -> None:
+    for rule_id, module in RULES.items():
+        assert module.__name__ == "validators." + rule_id.replace("-", "_")
+
+
+def test_every_family_has_a_docstring_with_a_passing_and_a_failing_example() -> None:
+    for module in [loader, *RULES.values()]:
+        doc = module.__doc__ or ""
+        assert doc.startswith(f"Rule `{module.ID}`"), module.__name__
+        assert "Passing example" in doc and "Failing example" in doc, module.__name__
+
+
+def test_every_family_is_documented_in_docs_validators_md() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    for rule_id in ALL_IDS:
+        assert f"## `{rule_id}`" in text, rule_id
+
+
+def test_summaries_are_one_line() -> None:
+    for module in RULES.values():
+        assert "\n" not in module.SUMMARY and len(module.SUMMARY) < 130
+
+
+def test_docs_do_not_name_a_rule_that_does_not_exist() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    headings = [line[4:].split("`")[0] for line in text.splitlines() if line.startswith("## `")]
+    assert headings == list(ALL_IDS)
+    assert Path(DOCS).is_file()

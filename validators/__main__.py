@@ -1,0 +1,3 @@
+from validators.cli import main
+
+raise SystemExit(main())

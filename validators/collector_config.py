@@ -1,0 +1,130 @@
+"""Rule `collector-config`: the embedded OpenTelemetry Collector config is structurally sound.
+
+`configs.otelcol_app_config.content` is what the collector reads after compose has
+interpolated it (`$$` becomes `$`). It must parse as one YAML mapping; every
+component a pipeline of `service.pipelines` names must be defined under `receivers`,
+`processors` or `exporters` (and pipelines name at least one receiver and one
+exporter); every `${env:VAR}` it reads must be set in the collector service's
+environment, and each such reference is written `$${env:VAR}` in the compose file
+(with one `$`, compose would interpolate it itself).
+
+This is a structural check only: the real collector (`otelcol-contrib validate`)
+cannot run here. With Docker, an operator validates the rendered config with the
+pinned image (docs/validators.md gives the command).
+
+Passing example::
+
+    receivers: {prometheus/apps: {...}}
+    exporters: {otlphttp/gateway: {headers: {Authorization: Bearer $${env:MONITORING_INGEST_TOKEN}}}}
+    service:
+      pipelines:
+        metrics: {receivers: [prometheus/apps], exporters: [otlphttp/gateway]}
+
+Failing example::
+
+    service:
+      pipelines:
+        metrics: {receivers: [prometheus/apps], exporters: [otlphttp/backup]}   # not defined
+    # and $${env:GATEWAY_REGION} read, but GATEWAY_REGION not in the collector's environment
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from tierops.compose import scalar_text
+from validators.collector import collector, dig
+from validators.context import Context
+from validators.findings import Finding, Pos, error
+from validators.loader import YList, YMap
+from validators.model import ComposeFile
+
+ID = "collector-config"
+SUMMARY = "the embedded collector config parses; pipelines name defined components; every ${env:VAR} is set"
+
+_ENV_REF = re.compile(r"\$\{env:(?P<var>[A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
+_UNESCAPED = re.compile(r"(?<!\$)\$\{env:")
+_KINDS = {"receivers": "receivers", "processors": "processors", "exporters": "exporters"}
+
+
+def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:  # noqa: PLR0912 (one branch per check)
+    col = ctx.contract.telemetry["collector"]
+    path = compose.path
+    service = compose.services.get(str(col["service"]))
+    parsed = collector(compose, str(col["config"]), str(col["receiver"]))
+    if parsed is None:
+        if service is not None:
+            yield error(
+                path, service.pos, ID, f"{service.name} has no inline config configs.{col['config']}.content"
+            )
+        return
+    if parsed.problem is not None:
+        yield parsed.problem._replace(rule=ID)
+        return
+    data = parsed.data
+    assert data is not None  # set whenever there is no problem
+    pipelines = dig(data, "service", "pipelines")
+    if not isinstance(pipelines, YMap) or not pipelines:
+        pos = (
+            parsed.node_pos(dig(data, "service"), "pipelines")
+            if isinstance(dig(data, "service"), YMap)
+            else parsed.outer(data.pos)
+        )
+        yield error(
+            path, pos, ID, "collector config has no service.pipelines; the collector would export nothing"
+        )
+    else:
+        for name, pipeline in pipelines.items():
+            if not isinstance(pipeline, YMap):
+                yield error(path, parsed.node_pos(pipelines, name), ID, f"pipeline {name} is not a mapping")
+                continue
+            for kind in ("receivers", "exporters"):
+                if not isinstance(pipeline.get(kind), YList) or not pipeline[kind]:
+                    yield error(
+                        path,
+                        parsed.node_pos(pipeline, kind)
+                        if kind in pipeline
+                        else parsed.node_pos(pipelines, name),
+                        ID,
+                        f"pipeline {name} names no {kind}",
+                    )
+            for kind in _KINDS:
+                components = pipeline.get(kind)
+                if not isinstance(components, YList):
+                    continue
+                defined = data.get(kind)
+                for index, component in enumerate(components):
+                    label = scalar_text(component)
+                    if not isinstance(defined, YMap) or label not in defined:
+                        yield error(
+                            path,
+                            parsed.outer(components.at(index)),
+                            ID,
+                            f"pipeline {name} uses {kind[:-1]} {label}, which is not defined under {kind}",
+                        )
+    # Compose interpolates `${...}` itself: the collector's own references must be
+    # written `$${env:VAR}` so compose turns them into `${env:VAR}` and leaves them alone.
+    raw = compose.config_content(str(col["config"]))
+    if raw is not None:
+        for number, line in enumerate(raw[0].split("\n"), start=1):
+            for match in _UNESCAPED.finditer(line):
+                where = Pos(parsed.config.first_line + number - 1, parsed.config.indent + match.start() + 1)
+                yield error(
+                    path,
+                    where if parsed.config.block else parsed.config.key_pos,
+                    ID,
+                    "collector config writes ${env:...} with one $; compose would interpolate it: write $${env:...}",
+                )
+    if service is not None:
+        for number, line in enumerate(parsed.config.text.split("\n"), start=1):
+            for match in _ENV_REF.finditer(line):
+                var = match.group("var")
+                if var not in service.env:
+                    where = parsed.outer(Pos(number, match.start() + 1))
+                    yield error(
+                        path,
+                        where,
+                        ID,
+                        f"collector config reads ${{env:{var}}}, but {service.name} has no {var} in its environment",
+                    )

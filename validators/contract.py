@@ -1,0 +1,266 @@
+"""The declarative contracts under validators/contracts/, read into typed values.
+
+glm53.yaml says what every prod file must contain; engine-build.yaml says which
+engine flags exist (the manifest plus declared patch flags) and which combinations
+break at startup. Rules read these values; they never import generators/.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tierops.errors import InputError
+from validators.findings import Finding
+from validators.loader import load_file
+
+CONTRACTS = Path(__file__).resolve().parent / "contracts"
+DEFAULT_CONTRACT = CONTRACTS / "glm53.yaml"
+DEFAULT_BUILD = CONTRACTS / "engine-build.yaml"
+
+
+@dataclass(frozen=True)
+class Replica:
+    name: str  # r1, r2
+    service: str
+    instance: str
+    gpus: tuple[str, ...]
+    rendezvous: str
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    argv: tuple[tuple[str, ...], ...]  # one tuple of tokens per flag
+    env: Mapping[str, str]
+    marker_flag: str | None
+    marker_env: tuple[str, str] | None
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    chunk: str
+    pdi: str
+    features: tuple[str, ...]  # in feature order
+    env: Mapping[str, str]  # overrides of feature env values
+
+
+@dataclass(frozen=True)
+class FileContract:
+    stem: str
+    tier: str
+    profile: str | None
+    nginx_ports: tuple[str, ...]
+    registrar_env: Mapping[str, str]
+    delta: tuple[str, ...]
+    replicas: Mapping[str, ReplicaPlan]
+
+
+@dataclass(frozen=True)
+class Contract:
+    path: Path
+    model: Mapping[str, str]
+    images: Mapping[str, str]
+    qsplit_images: tuple[str, ...]
+    services: tuple[str, ...]
+    downloader: Mapping[str, Any]
+    replicas: Mapping[str, Replica]
+    islands: tuple[tuple[str, ...], ...]
+    engine_image: str
+    engine_settings: Mapping[str, Any]
+    engine_forbidden_keys: tuple[str, ...]
+    program: tuple[str, ...]
+    argv: tuple[tuple[str, ...], ...]
+    env: Mapping[str, str]
+    features: Mapping[str, Feature]  # in feature order
+    variant: str
+    parity_keys: tuple[str, ...]
+    parity_flags: tuple[str, ...]
+    parity_env: tuple[str, ...]
+    chunk_requires_qsplit: tuple[str, ...]
+    proxy: Mapping[str, Any]
+    nginx: Mapping[str, Any]
+    registrar: Mapping[str, Any]
+    files: Mapping[str, FileContract]
+    telemetry: Mapping[str, Any]
+    dcgm: Mapping[str, Any]
+
+    def replica_of(self, service: str) -> Replica | None:
+        for replica in self.replicas.values():
+            if replica.service == service:
+                return replica
+        return None
+
+    def values(self, file: FileContract, replica: Replica) -> dict[str, str]:
+        plan = file.replicas[replica.name]
+        return {
+            "snapshot_dir": self.model["snapshot_dir"],
+            "served_name": self.model["served_name"],
+            "chunk": plan.chunk,
+            "pdi": plan.pdi,
+            "rendezvous": replica.rendezvous,
+        }
+
+    def expected_flags(self, file: FileContract, replica: Replica) -> list[tuple[str, ...]]:
+        """The contract argv after the program, one tuple of tokens per flag."""
+        values = self.values(file, replica)
+        flags = [tuple(token.format(**values) for token in item) for item in self.argv]
+        for name in file.replicas[replica.name].features:
+            flags.extend(self.features[name].argv)
+        return flags
+
+    def expected_env(self, file: FileContract, replica: Replica) -> dict[str, str]:
+        env = dict(self.env)
+        plan = file.replicas[replica.name]
+        for name in plan.features:
+            env.update(self.features[name].env)
+        env.update(plan.env)
+        return env
+
+
+@dataclass(frozen=True)
+class PatchFlag:
+    flag: str
+    action: str
+    type: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Conflict:
+    flags: tuple[str, ...]
+    level: str
+    message: str
+
+
+@dataclass(frozen=True)
+class BuildContract:
+    path: Path
+    build: str
+    manifest: str
+    patch_flags: Mapping[str, PatchFlag]
+    conflicts: tuple[Conflict, ...]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """A contract file through the same loader as prod files: a duplicate key is an error here too."""
+    try:
+        document = load_file(path)
+    except InputError as exc:
+        raise InputError(f"cannot read contract: {exc.message}", where=str(path)) from None
+    if isinstance(document, Finding):
+        raise InputError(f"contract: {document.message}", where=f"{path}:{document.line}:{document.col}")
+    return document.data
+
+
+def _strs(values: Any) -> tuple[str, ...]:
+    return tuple(str(value) for value in values or ())
+
+
+def _str_map(values: Any) -> dict[str, str]:
+    return {str(key): str(value) for key, value in (values or {}).items()}
+
+
+@functools.lru_cache(maxsize=8)
+def load_contract(path: Path = DEFAULT_CONTRACT) -> Contract:
+    raw = _read(path)
+    try:
+        return _contract(path, raw)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise InputError(f"contract is malformed near {exc}", where=str(path)) from None
+
+
+def _contract(path: Path, raw: dict[str, Any]) -> Contract:
+    engines = raw["engines"]
+    features: dict[str, Feature] = {}
+    for name, declared in engines["features"].items():
+        body = declared or {}
+        marker = body.get("marker") or {}
+        features[name] = Feature(
+            name=name,
+            argv=tuple(tuple(str(item).split()) for item in body.get("argv") or ()),
+            env=_str_map(body.get("env")),
+            marker_flag=marker.get("flag"),
+            marker_env=(str(marker["env"]), str(marker["value"])) if "env" in marker else None,
+        )
+    order = list(features)
+    files: dict[str, FileContract] = {}
+    for stem, body in raw["files"].items():
+        replicas = {}
+        for replica, plan in body["replicas"].items():
+            unknown = [name for name in plan.get("features") or () if name not in features]
+            if unknown:
+                raise ValueError(f"files.{stem}.replicas.{replica}: unknown feature {unknown[0]}")
+            replicas[replica] = ReplicaPlan(
+                chunk=str(plan["chunk"]),
+                pdi=str(plan["pdi"]),
+                features=tuple(sorted(plan.get("features") or (), key=order.index)),
+                env=_str_map(plan.get("env")),
+            )
+        files[stem] = FileContract(
+            stem=stem,
+            tier=str(body["tier"]),
+            profile=body.get("profile"),
+            nginx_ports=_strs(body.get("nginx_ports")),
+            registrar_env=_str_map(body.get("registrar_env")),
+            delta=_strs(body.get("delta")),
+            replicas=replicas,
+        )
+    parity = engines["parity"]
+    return Contract(
+        path=path,
+        model=_str_map(raw["model"]),
+        images=_str_map(raw["images"]),
+        qsplit_images=_strs(raw.get("qsplit_images")),
+        services=_strs(raw["services"]),
+        downloader=raw["downloader"],
+        replicas={
+            name: Replica(name, str(r["service"]), str(r["instance"]), _strs(r["gpus"]), str(r["rendezvous"]))
+            for name, r in engines["replicas"].items()
+        },
+        islands=tuple(_strs(island) for island in engines["nvlink_islands"]),
+        engine_image=str(raw["images"][engines["image"]]),
+        engine_settings=dict(engines["settings"]),
+        engine_forbidden_keys=_strs(engines.get("forbidden_keys")),
+        program=_strs(engines["program"]),
+        argv=tuple(tuple(str(item).split()) for item in engines["argv"]),
+        env=_str_map(engines["env"]),
+        features=features,
+        variant=str(engines["variant"]),
+        parity_keys=_strs(parity.get("keys")),
+        parity_flags=_strs(parity.get("flags")),
+        parity_env=_strs(parity.get("env")),
+        chunk_requires_qsplit=_strs((raw.get("pairing") or {}).get("chunk_requires_qsplit")),
+        proxy=raw["proxy"],
+        nginx=raw["nginx"],
+        registrar=raw["registrar"],
+        files=files,
+        telemetry=raw["telemetry"],
+        dcgm=raw["dcgm"],
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def load_build(path: Path = DEFAULT_BUILD) -> BuildContract:
+    raw = _read(path)
+    try:
+        return BuildContract(
+            path=path,
+            build=str(raw["build"]),
+            manifest=str(raw["manifest"]),
+            patch_flags={
+                str(flag): PatchFlag(
+                    str(flag), str(body["action"]), str(body.get("type", "str")), str(body["reason"])
+                )
+                for flag, body in (raw.get("patch_flags") or {}).items()
+            },
+            conflicts=tuple(
+                Conflict(_strs(item["flags"]), str(item["level"]), str(item["message"]))
+                for item in raw.get("conflicts") or ()
+            ),
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"engine build contract is malformed near {exc}", where=str(path)) from None

@@ -1,0 +1,247 @@
+"""Rule `dcgm-metrics`: the DCGM exporter and its counters CSV (SPEC section 5, DCGM).
+
+Exactly one dcgm service (by its dcgm-exporter image); its image digest pinned; it
+sees every GPU any engine reserves; its command is `["-f", <csv path>]` and that path
+is a config mounted in long syntax, read-only (mode 0444); the CSV's active lines
+(non-blank, not `#`) have three comma-separated fields `FIELD, type, help`, type in
+{gauge, counter, label}, field `^DCGM_(FI|EXP)_[A-Z0-9_]+$`, no duplicates, and
+include the required fields of the contract; `SYS_ADMIN` is in `cap_add` whenever a
+`DCGM_FI_PROF_*` field is active (the profiling fields need it); one scrape job
+`<dcgm>:9400` at 15 s / 10 s.
+
+Passing example::
+
+    dcgm-glm53:
+      cap_add: [SYS_ADMIN]
+      command: [-f, /etc/dcgm-exporter/glm53-counters.csv]
+      configs:
+        - source: dcgm_counters
+          target: /etc/dcgm-exporter/glm53-counters.csv
+          mode: "0444"
+    # dcgm_counters: DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles ...
+
+Failing example::
+
+    dcgm-glm53:
+      command: [-f, /etc/dcgm-exporter/glm53-counters.csv]
+      configs: [dcgm_counters]                         # short syntax: no mode 0444
+    # dcgm_counters: DCGM_FI_PROF_DRAM_ACTIVE, gauge, ...  with no SYS_ADMIN
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Iterator
+
+from tierops.compose import scalar_text
+from validators.collector import collector
+from validators.context import Context
+from validators.embedded import embedded
+from validators.findings import Finding, Pos, error
+from validators.loader import YList, YMap
+from validators.model import ComposeFile, Service
+
+ID = "dcgm-metrics"
+SUMMARY = "one DCGM exporter seeing every engine GPU; its counters CSV well-formed and complete; SYS_ADMIN for profiling"
+
+FIELD = re.compile(r"^DCGM_(FI|EXP)_[A-Z0-9_]+$")
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def _is_dcgm(service: Service, image_name: str) -> bool:
+    return image_name in scalar_text(service.get("image"))
+
+
+def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    spec = ctx.contract.dcgm
+    path = compose.path
+    found = [service for service in compose if _is_dcgm(service, str(spec["image_name"]))]
+    if not found:
+        yield error(
+            path,
+            compose.services_pos(),
+            ID,
+            "no DCGM exporter service (image dcgm-exporter); GPU metrics are part of the contract",
+        )
+        return
+    for extra in found[1:]:
+        yield error(
+            path,
+            extra.pos,
+            ID,
+            f"{extra.name} is a second DCGM exporter; exactly one per host (it sees all GPUs)",
+        )
+    dcgm = found[0]
+    if not DIGEST.search(scalar_text(dcgm.get("image"))):
+        yield error(path, dcgm.at("image"), ID, f"{dcgm.name} image is not pinned by digest")
+    yield from _gpus(path, dcgm, compose, ctx)
+    fields = yield from _csv(compose, dcgm, ctx)
+    if any(field.startswith("DCGM_FI_PROF_") for field in fields):
+        caps = dcgm.get("cap_add")
+        names = [scalar_text(cap) for cap in caps] if isinstance(caps, YList) else []
+        if "SYS_ADMIN" not in names:
+            yield error(
+                path,
+                dcgm.at("cap_add"),
+                ID,
+                f"{dcgm.name} lacks cap_add SYS_ADMIN, which the active DCGM_FI_PROF_* fields need (they would read as zero)",
+            )
+    yield from _scrape(compose, dcgm, ctx)
+
+
+def _gpus(path: str, dcgm: Service, compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    seen = {token.text for token in dcgm.gpu_ids() or ()}
+    for replica in ctx.contract.replicas.values():
+        engine = compose.services.get(replica.service)
+        if engine is None:
+            continue
+        missing = [token.text for token in engine.gpu_ids() or () if token.text not in seen]
+        if missing:
+            yield error(
+                path,
+                dcgm.gpu_ids_pos(),
+                ID,
+                f"{dcgm.name} does not see GPUs {missing} that {engine.name} uses",
+            )
+
+
+def _csv(  # noqa: PLR0912 (one branch per check)
+    compose: ComposeFile, dcgm: Service, ctx: Context
+) -> Generator[Finding, None, list[str]]:
+    """Yields findings about the CSV; returns the active field names."""
+    spec = ctx.contract.dcgm
+    path = compose.path
+    tokens = [token.text for token in dcgm.tokens or ()]
+    if len(tokens) != 2 or tokens[0] != "-f":
+        yield error(
+            path,
+            dcgm.at("command"),
+            ID,
+            f"{dcgm.name} command must be [-f, <counters csv path>], not {tokens}",
+        )
+        return []
+    csv_path = tokens[1]
+    mount = _mount(dcgm, csv_path)
+    if mount is None:
+        yield error(
+            path, dcgm.at("configs"), ID, f"{dcgm.name} reads {csv_path} but no config is mounted there"
+        )
+        return []
+    entry, pos = mount
+    if not isinstance(entry, YMap):
+        yield error(
+            path,
+            pos,
+            ID,
+            f"{dcgm.name} mounts the counters CSV in short syntax; use source/target/mode {spec['mode']} (read-only)",
+        )
+        return []
+    mode = entry.get("mode")
+    if "mode" not in entry:
+        yield error(
+            path,
+            pos,
+            ID,
+            f"{dcgm.name} mounts the counters CSV without a mode; set mode: {spec['mode']} (read-only)",
+        )
+    elif compose_mode(mode) != int(str(spec["mode"]), 8):
+        shown = oct(mode) if isinstance(mode, int) and not isinstance(mode, bool) else repr(mode)
+        yield error(
+            path,
+            entry.at("mode"),
+            ID,
+            f"{dcgm.name} counters CSV mode is {shown}; it must be {spec['mode']} (read-only)",
+        )
+    source = scalar_text(entry.get("source"))
+    content = embedded(compose, source)
+    if content is None:
+        yield error(path, pos, ID, f"{dcgm.name} mounts config {source}, which has no inline content")
+        return []
+    fields: dict[str, int] = {}
+    for number, line in enumerate(content.text.split("\n"), start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        where = content.line_pos(number)
+        where = Pos(where.line, where.col + (len(line) - len(line.lstrip())))
+        parts = [part.strip() for part in text.split(",")]
+        if len(parts) != 3:
+            yield error(
+                path,
+                where,
+                ID,
+                f"DCGM counters line has {len(parts)} fields; expected 'FIELD, type, help' (no commas in help)",
+            )
+            continue
+        field, kind, _help = parts
+        if not FIELD.match(field):
+            yield error(path, where, ID, f"DCGM field '{field}' does not match ^DCGM_(FI|EXP)_[A-Z0-9_]+$")
+        if kind not in spec["types"]:
+            yield error(
+                path, where, ID, f"DCGM field {field} type '{kind}' is not one of {', '.join(spec['types'])}"
+            )
+        if field in fields:
+            yield error(
+                path, where, ID, f"DCGM field {field} is listed twice (first on line {fields[field]})"
+            )
+        else:
+            fields[field] = where.line
+    for required in spec["required_fields"]:
+        if required not in fields:
+            yield error(path, content.key_pos, ID, f"DCGM counters lack the required field {required}")
+    return list(fields)
+
+
+def _mount(dcgm: Service, target: str) -> tuple[object, Pos] | None:
+    configs = dcgm.get("configs")
+    if not isinstance(configs, YList):
+        return None
+    for index, entry in enumerate(configs):
+        if isinstance(entry, YMap) and scalar_text(entry.get("target")) == target:
+            return entry, configs.at(index)
+    for index, entry in enumerate(configs):
+        if isinstance(entry, str):
+            # Short syntax (`- name`): compose mounts it at /<name>, without a mode.
+            return entry, configs.at(index)
+    return None
+
+
+def _scrape(compose: ComposeFile, dcgm: Service, ctx: Context) -> Iterator[Finding]:
+    col = ctx.contract.telemetry["collector"]
+    parsed = collector(compose, str(col["config"]), str(col["receiver"]))
+    if parsed is None or parsed.problem is not None:
+        return
+    want = f"{dcgm.name}:{ctx.contract.dcgm['port']}"
+    jobs = [job for job in parsed.jobs if any(target == want for target, _pos in job.targets)]
+    if len(jobs) != 1:
+        yield error(
+            compose.path,
+            parsed.scrape_configs_pos,
+            ID,
+            f"expected exactly one scrape job for {want}, found {len(jobs)}",
+        )
+        return
+    job = jobs[0]
+    for key in ("scrape_interval", "scrape_timeout"):
+        if job.value(key) != str(col[key]):
+            yield error(
+                compose.path,
+                job.at(parsed.config, key),
+                ID,
+                f"DCGM scrape job {key} is {job.value(key)}; expected {col[key]}",
+            )
+
+
+def compose_mode(value: object) -> int | None:
+    """A config mount's mode as compose reads it: an integer as written (`0444` and
+    `0o444` are both 292 in YAML), a string always as octal digits (`"0444"` -> 292)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        try:
+            return int(value.strip(), 8)
+        except ValueError:  # digits 8 and 9 are not octal
+            return None
+    return None

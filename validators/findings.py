@@ -1,0 +1,45 @@
+"""A finding is data: where, which rule, how bad, what to do about it.
+
+Rules yield findings; only the CLI turns them into text and an exit code. Positions
+are 1-based (the loader converts the YAML library's 0-based marks in one place).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import NamedTuple
+
+
+class Level(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Pos(NamedTuple):
+    """A 1-based line and column inside one file."""
+
+    line: int
+    col: int
+
+
+START = Pos(1, 1)
+
+
+class Finding(NamedTuple):
+    path: str
+    line: int
+    col: int
+    rule: str
+    level: Level
+    message: str
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.path, self.line, self.col, self.rule, self.message)
+
+
+def error(path: str, pos: Pos, rule: str, message: str) -> Finding:
+    return Finding(path, pos.line, pos.col, rule, Level.ERROR, message)
+
+
+def warning(path: str, pos: Pos, rule: str, message: str) -> Finding:
+    return Finding(path, pos.line, pos.col, rule, Level.WARNING, message)

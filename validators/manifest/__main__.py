@@ -1,0 +1,3 @@
+from validators.manifest.cli import main
+
+raise SystemExit(main())

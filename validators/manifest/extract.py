@@ -1,0 +1,574 @@
+"""Read an SGLang wheel's CLI flags statically, without importing sglang.
+
+Importing sglang drags in torch and CUDA, so the flags are read from the source with
+`ast`:
+
+- `parser.add_argument("--flag", ...)` calls anywhere in `sglang/srt/server_args.py`
+  and `sglang/srt/arg_groups/fields/*.py`;
+- dataclass fields annotated `A[T, "help"]` / `A[T, Arg(...)]` (`A` is
+  `typing.Annotated`) of every class handed to `add_cli_args_from_dataclass`, with
+  its dataclass bases, turned into flags the way sglang's `arg_utils.py` does:
+  `--field-name` plus `Arg.aliases`, Literal -> choices, List -> nargs "+",
+  bool -> store_true, `type_parser` -> type.
+
+Names (choice lists, defaults) are resolved through module constants and, one hop,
+through `from X import Y` into other modules of the same wheel. What cannot be
+resolved statically is recorded as `{"expr": "<source>"}` (defaults) or as
+`choices: null` with `choices_expr` (choices computed at run time): never guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tierops.errors import InputError
+
+SERVER_ARGS = "sglang/srt/server_args.py"
+FIELDS_DIR = "sglang/srt/arg_groups/fields/"
+_WHEEL_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-")
+
+# argparse actions that never take a value.
+_NO_VALUE_ACTIONS = {
+    "store_true",
+    "store_false",
+    "store_const",
+    "count",
+    "help",
+    "version",
+    "BooleanOptionalAction",
+}
+
+
+class _Unresolved(Exception):
+    pass
+
+
+@dataclass
+class _Module:
+    path: str
+    tree: ast.Module
+    constants: dict[str, ast.expr] = field(default_factory=dict)
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local name -> (module, name)
+
+
+class _Wheel:
+    """Modules of one wheel, parsed on demand."""
+
+    def __init__(self, archive: zipfile.ZipFile) -> None:
+        self.archive = archive
+        self.names = set(archive.namelist())
+        self.modules: dict[str, _Module] = {}
+
+    def module(self, path: str) -> _Module | None:
+        if path in self.modules:
+            return self.modules[path]
+        if path not in self.names:
+            return None
+        source = self.archive.read(path).decode("utf-8")
+        try:
+            tree = ast.parse(source, filename=path)
+        except SyntaxError as exc:
+            raise InputError(f"cannot parse {path}: {exc.msg} (line {exc.lineno})") from None
+        module = _Module(path, tree)
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
+                module.constants[node.targets[0].id] = node.value
+            elif (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.value is not None
+            ):
+                module.constants[node.target.id] = node.value
+            elif isinstance(node, ast.ClassDef):
+                module.classes[node.name] = node
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    module.imports[alias.asname or alias.name] = (node.module, alias.name)
+        self.modules[path] = module
+        return module
+
+    def module_by_name(self, dotted: str) -> _Module | None:
+        base = dotted.replace(".", "/")
+        return self.module(base + ".py") or self.module(base + "/__init__.py")
+
+
+def extract(wheel_path: Path) -> dict[str, Any]:
+    """The manifest of one sglang wheel: sorted, stable, JSON-able."""
+    try:
+        data = wheel_path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read wheel: {exc.strerror}", where=str(wheel_path)) from None
+    match = _WHEEL_NAME.match(wheel_path.name)
+    if match is None or not wheel_path.name.endswith(".whl"):
+        raise InputError("not a wheel file name (name-version-...whl)", where=str(wheel_path))
+    try:
+        archive = zipfile.ZipFile(wheel_path)
+    except zipfile.BadZipFile:
+        raise InputError("not a zip archive (is the download complete?)", where=str(wheel_path)) from None
+    with archive:
+        wheel = _Wheel(archive)
+        fields = sorted(name for name in wheel.names if name.startswith(FIELDS_DIR) and name.endswith(".py"))
+        paths = [SERVER_ARGS, *fields]
+        modules = [module for module in (wheel.module(path) for path in paths) if module is not None]
+        if not modules or modules[0].path != SERVER_ARGS:
+            raise InputError(
+                f"{SERVER_ARGS} not found in the wheel; is this an sglang wheel?", where=str(wheel_path)
+            )
+        flags = _Extractor(wheel, modules).run()
+        read = sorted(wheel.modules)
+    return {
+        "source": {
+            "package": match.group("name"),
+            "version": match.group("version"),
+            "wheel": wheel_path.name,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "files": [module.path for module in modules],
+            # Other modules of the wheel read to resolve names (choice lists, classes).
+            "resolved_from": [path for path in read if path not in {module.path for module in modules}],
+        },
+        "extractor": "python -m validators.manifest extract <wheel>",
+        "flag_count": len(flags),
+        "flags": sorted(flags, key=lambda entry: entry["flag"]),
+    }
+
+
+class _Extractor:
+    def __init__(self, wheel: _Wheel, modules: list[_Module]) -> None:
+        self.wheel = wheel
+        self.modules = modules
+        self.flags: dict[str, dict[str, Any]] = {}
+
+    def run(self) -> list[dict[str, Any]]:
+        for module in self.modules:
+            for call in _calls(module.tree, "add_cli_args_from_dataclass"):
+                if len(call.args) >= 2:
+                    only = None
+                    for keyword in call.keywords:
+                        if keyword.arg == "fields":
+                            only = set(self._eval(module, keyword.value))
+                    cls = self._class(module, call.args[1])
+                    if cls is not None:
+                        self._dataclass(cls[0], cls[1], only)
+        for module in self.modules:
+            for function in [node for node in ast.walk(module.tree) if isinstance(node, ast.FunctionDef)]:
+                # Choice lists are often computed into a local first
+                # (`choices = list(X.keys())`), so locals resolve like constants.
+                local = _Module(
+                    module.path, module.tree, dict(module.constants), module.classes, module.imports
+                )
+                for node in ast.walk(function):
+                    if (
+                        isinstance(node, ast.Assign)
+                        and len(node.targets) == 1
+                        and isinstance(node.targets[0], ast.Name)
+                    ):
+                        local.constants[node.targets[0].id] = node.value
+                for call in _calls(function, "add_argument"):
+                    self._add_argument(local, call)
+        return list(self.flags.values())
+
+    # -- dataclass fields ---------------------------------------------------------
+
+    def _class(self, module: _Module, node: ast.expr) -> tuple[_Module, ast.ClassDef] | None:
+        name = (
+            node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        )
+        if name is None:
+            return None
+        for candidate in [module, *self.modules]:
+            if name in candidate.classes:
+                return candidate, candidate.classes[name]
+        if name in module.imports:
+            other = self.wheel.module_by_name(module.imports[name][0])
+            if other is not None and module.imports[name][1] in other.classes:
+                return other, other.classes[module.imports[name][1]]
+        return None
+
+    def _fields(
+        self, module: _Module, cls: ast.ClassDef, seen: set[str]
+    ) -> Iterator[tuple[_Module, ast.AnnAssign]]:
+        # dataclasses.fields() lists base-class fields first (reversed MRO order).
+        if cls.name in seen:
+            return
+        seen.add(cls.name)
+        for base in reversed(cls.bases):
+            found = self._class(module, base)
+            if found is not None:
+                yield from self._fields(found[0], found[1], seen)
+        for node in cls.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                yield module, node
+
+    def _dataclass(self, module: _Module, cls: ast.ClassDef, only: set[str] | None) -> None:
+        fields: dict[str, tuple[_Module, ast.AnnAssign]] = {}
+        for owner, node in self._fields(module, cls, set()):
+            fields[node.target.id] = (owner, node)  # type: ignore[union-attr]
+        for name, (owner, node) in fields.items():
+            if only is not None and name not in only:
+                continue
+            entry = self._field(owner, name, node)
+            if entry is not None:
+                self._add(entry)
+
+    def _field(  # noqa: PLR0912 (mirrors arg_utils.add_cli_args_from_dataclass case by case)
+        self, module: _Module, name: str, node: ast.AnnAssign
+    ) -> dict[str, Any] | None:
+        annotation = node.annotation
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            annotation = ast.parse(annotation.value, mode="eval").body
+        if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in {"A", "Annotated"}):
+            return None
+        parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        raw_type, metas = parts[0], parts[1:]
+        meta: dict[str, ast.expr] | None = None
+        for item in metas:
+            if isinstance(item, ast.Call) and _name(item.func) == "Arg":
+                meta = {keyword.arg: keyword.value for keyword in item.keywords if keyword.arg}
+                break
+            if _is_text(item):
+                meta = {}
+                break
+        if meta is None:
+            return None  # no Arg metadata: sglang skips the field too
+        if "no_cli" in meta and self._try(module, meta["no_cli"]) is True:
+            return None
+        cli_name = self._try(module, meta["cli_name"]) if "cli_name" in meta else None
+        flag = cli_name if isinstance(cli_name, str) else "--" + name.replace("_", "-")
+        aliases = [str(alias) for alias in self._try(module, meta.get("aliases"), default=[]) or []]
+        default = self._field_default(module, node)
+        entry: dict[str, Any] = {
+            "flag": flag,
+            "aliases": aliases,
+            "dest": name,
+            "action": "store",
+            "nargs": None,
+            "type": "str",
+            "default": default,
+        }
+        choices_node = meta.get("choices")
+        if "action" in meta:
+            entry["action"] = self._action_name(meta["action"])
+            kwargs = self._try(module, meta.get("action_kwargs"), default={}) or {}
+            if isinstance(kwargs, dict):
+                entry["nargs"] = kwargs.get("nargs")
+            if "action_kwargs" in meta and isinstance(meta["action_kwargs"], ast.Dict):
+                for key_node, value_node in zip(
+                    meta["action_kwargs"].keys, meta["action_kwargs"].values, strict=True
+                ):
+                    if isinstance(key_node, ast.Constant) and key_node.value == "type":
+                        entry["type"] = _type_name(value_node)
+            self._finish(module, entry, choices_node)
+            return entry
+        inner, _optional = _unwrap_optional(raw_type)
+        literal = _literal_values(inner)
+        type_parser = meta.get("type_parser")
+        if literal is not None:
+            entry["type"] = (
+                _type_name(type_parser)
+                if type_parser is not None
+                else type(literal[0]).__name__
+                if literal
+                else "str"
+            )
+            if choices_node is None:
+                entry["choices"] = literal
+        elif _name(_subscript_base(inner)) in {"List", "list"} and type_parser is None:
+            elem = inner.slice if isinstance(inner, ast.Subscript) else None
+            entry["type"] = _scalar_type(elem)
+            entry["nargs"] = self._try(module, meta["nargs"]) if "nargs" in meta else "+"
+        elif _name(inner) == "bool":
+            entry["action"] = "store_true"
+            entry["type"] = None
+        else:
+            entry["type"] = _type_name(type_parser) if type_parser is not None else _scalar_type(inner)
+            if "nargs" in meta:
+                entry["nargs"] = self._try(module, meta["nargs"])
+        self._finish(module, entry, choices_node)
+        return entry
+
+    def _field_default(self, module: _Module, node: ast.AnnAssign) -> Any:
+        value = node.value
+        if value is None:
+            return None
+        if isinstance(value, ast.Call) and _name(value.func) in {"field", "dataclasses.field"}:
+            for keyword in value.keywords:
+                if keyword.arg == "default":
+                    return self._json(module, keyword.value)
+                if keyword.arg == "default_factory":
+                    factory = _name(keyword.value)
+                    if factory in {"list", "dict"}:
+                        return [] if factory == "list" else {}
+                    return {"expr": ast.unparse(keyword.value) + "()"}
+            return None
+        return self._json(module, value)
+
+    # -- add_argument calls -------------------------------------------------------
+
+    def _add_argument(self, module: _Module, call: ast.Call) -> None:
+        names = [
+            arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+        ]
+        flags = [name for name in names if name.startswith("-")]
+        if not flags:
+            return
+        kwargs = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
+        long_flags = [name for name in flags if name.startswith("--")] or flags
+        dest = self._try(module, kwargs.get("dest"))
+        entry: dict[str, Any] = {
+            "flag": long_flags[0],
+            "aliases": [name for name in flags if name != long_flags[0]],
+            "dest": dest if isinstance(dest, str) else long_flags[0].lstrip("-").replace("-", "_"),
+            "action": self._action_name(kwargs["action"]) if "action" in kwargs else "store",
+            "nargs": self._try(module, kwargs.get("nargs")),
+            "type": _type_name(kwargs["type"]) if "type" in kwargs else "str",
+            "default": self._json(module, kwargs["default"]) if "default" in kwargs else None,
+        }
+        if entry["action"] in _NO_VALUE_ACTIONS and "type" not in kwargs:
+            entry["type"] = None
+        if "new_flag" in kwargs:
+            entry["deprecated"] = self._try(module, kwargs["new_flag"], default=True)
+        self._finish(module, entry, kwargs.get("choices"))
+        self._add(entry)
+
+    # -- shared -------------------------------------------------------------------
+
+    def _finish(self, module: _Module, entry: dict[str, Any], choices_node: ast.expr | None) -> None:
+        action = entry["action"]
+        custom_nargs = self._custom_action_nargs(module, action)
+        if custom_nargs is not None and entry["nargs"] is None:
+            entry["nargs"] = custom_nargs
+        if action.startswith("Deprecated") and "deprecated" not in entry:
+            entry["deprecated"] = True
+        entry.setdefault("deprecated", None)
+        if action == "BooleanOptionalAction":
+            entry["aliases"] = entry["aliases"] + ["--no-" + entry["flag"][2:]]
+        entry["takes_value"] = action not in _NO_VALUE_ACTIONS and entry["nargs"] != 0
+        if entry["takes_value"] is False:
+            entry["type"] = None
+        entry.setdefault("choices", None)
+        entry["choices_expr"] = None
+        if choices_node is not None:
+            try:
+                choices = self._eval(module, choices_node)
+                entry["choices"] = [_json_value(choice) for choice in choices]
+            except _Unresolved:
+                entry["choices"] = None
+                entry["choices_expr"] = ast.unparse(choices_node)
+
+    def _custom_action_nargs(self, module: _Module, action: str) -> int | None:
+        """nargs=0 declared in a custom Action's __init__ (sglang's Deprecated*Action)."""
+        if action in _NO_VALUE_ACTIONS or action in {"store", "append", "extend"}:
+            return None
+        found = self._class(module, ast.Name(id=action))
+        if found is None:
+            return None
+        for node in found[1].body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                args = node.args.args
+                defaults = node.args.defaults
+                for arg, default in zip(args[len(args) - len(defaults) :], defaults, strict=True):
+                    if (
+                        arg.arg == "nargs"
+                        and isinstance(default, ast.Constant)
+                        and isinstance(default.value, int)
+                    ):
+                        return int(default.value)
+        return None
+
+    def _action_name(self, node: ast.expr) -> str:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Attribute):
+            return node.attr
+        if isinstance(node, ast.Name):
+            return node.id
+        return ast.unparse(node)
+
+    def _add(self, entry: dict[str, Any]) -> None:
+        # A later registration of the same flag replaces an earlier one, as argparse
+        # would refuse a real conflict at import time anyway.
+        self.flags[entry["flag"]] = {key: entry.get(key) for key in _KEYS}
+
+    def _json(self, module: _Module, node: ast.expr) -> Any:
+        try:
+            return _json_value(self._eval(module, node))
+        except _Unresolved:
+            return {"expr": ast.unparse(node)}
+
+    def _try(self, module: _Module, node: ast.expr | None, default: Any = None) -> Any:
+        if node is None:
+            return default
+        try:
+            return self._eval(module, node)
+        except _Unresolved:
+            return default
+
+    def _eval(self, module: _Module, node: ast.expr, depth: int = 0) -> Any:  # noqa: PLR0911 (one return per node kind)
+        """A small, safe evaluator: literals, module constants, +, list(), keys()."""
+        if depth > 20:
+            raise _Unresolved
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return [self._eval(module, item, depth + 1) for item in node.elts]
+        if isinstance(node, ast.Dict):
+            if any(key is None for key in node.keys):
+                raise _Unresolved
+            return {
+                self._eval(module, key, depth + 1): self._eval(module, value, depth + 1)  # type: ignore[arg-type]
+                for key, value in zip(node.keys, node.values, strict=True)
+            }
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -self._eval(module, node.operand, depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+            left, right = self._eval(module, node.left, depth + 1), self._eval(module, node.right, depth + 1)
+            return left + right if isinstance(node.op, ast.Add) else left * right
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            owner, target = self._node(module, node, depth + 1)
+            return self._eval(owner, target, depth + 1)
+        if isinstance(node, ast.Call):
+            return self._eval_call(module, node, depth + 1)
+        raise _Unresolved
+
+    def _node(self, module: _Module, node: ast.expr, depth: int) -> tuple[_Module, ast.expr]:
+        """The expression a name or `Class.attr` stands for, and the module it lives in."""
+        if depth > 20:
+            raise _Unresolved
+        if isinstance(node, ast.Name):
+            if node.id in module.constants:
+                return module, module.constants[node.id]
+            if node.id in module.imports:
+                other = self.wheel.module_by_name(module.imports[node.id][0])
+                target = module.imports[node.id][1]
+                if other is not None and target in other.constants:
+                    return other, other.constants[target]
+            raise _Unresolved
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            # `ServerArgs.field` (a field default) or `ImportedClass.ATTR`.
+            found = self._class(module, node.value)
+            if found is not None:
+                owner, cls = found
+                for item in cls.body:
+                    if (
+                        isinstance(item, ast.AnnAssign)
+                        and isinstance(item.target, ast.Name)
+                        and item.target.id == node.attr
+                    ):
+                        return owner, item.value if item.value is not None else ast.Constant(value=None)
+                    if isinstance(item, ast.Assign) and any(
+                        isinstance(target, ast.Name) and target.id == node.attr for target in item.targets
+                    ):
+                        return owner, item.value
+        raise _Unresolved
+
+    def _eval_call(self, module: _Module, node: ast.Call, depth: int) -> Any:
+        func = _name(node.func)
+        if func in {"list", "sorted", "tuple"} and len(node.args) == 1 and not node.keywords:
+            values = list(self._eval(module, node.args[0], depth + 1))
+            return sorted(values) if func == "sorted" else values
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "keys" and not node.args:
+            # Only the keys are needed: the values are often classes.
+            owner, target = self._node(module, node.func.value, depth + 1)
+            if isinstance(target, ast.Dict) and all(key is not None for key in target.keys):
+                return [self._eval(owner, key, depth + 1) for key in target.keys if key is not None]
+        raise _Unresolved
+
+
+_KEYS = (
+    "flag",
+    "aliases",
+    "dest",
+    "action",
+    "nargs",
+    "takes_value",
+    "type",
+    "choices",
+    "choices_expr",
+    "default",
+    "deprecated",
+)
+
+
+def _calls(tree: ast.AST, method: str) -> Iterator[ast.Call]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _name(node.func).split(".")[-1] == method:
+            yield node
+
+
+def _name(node: ast.expr | None) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _name(node.value)
+        return f"{base}.{node.attr}" if base else node.attr
+    return ""
+
+
+def _is_text(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_text(node.left) or _is_text(node.right)
+    return False
+
+
+def _subscript_base(node: ast.expr) -> ast.expr | None:
+    return node.value if isinstance(node, ast.Subscript) else None
+
+
+def _unwrap_optional(node: ast.expr) -> tuple[ast.expr, bool]:
+    if isinstance(node, ast.Subscript) and _name(node.value) in {"Optional", "typing.Optional"}:
+        return node.slice, True
+    if isinstance(node, ast.Subscript) and _name(node.value) in {"Union", "typing.Union"}:
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        rest = [item for item in items if not (isinstance(item, ast.Constant) and item.value is None)]
+        if len(rest) == 1 and len(items) == 2:
+            return rest[0], True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = [node.left, node.right]
+        rest = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
+        if len(rest) == 1:
+            return rest[0], True
+    return node, False
+
+
+def _literal_values(node: ast.expr) -> list[Any] | None:
+    if isinstance(node, ast.Subscript) and _name(node.value) in {"Literal", "typing.Literal"}:
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return [item.value for item in items if isinstance(item, ast.Constant)]
+    return None
+
+
+def _scalar_type(node: ast.expr | None) -> str:
+    # Mirrors arg_utils._infer_type_func: int, float, else str.
+    name = _name(node) if node is not None else ""
+    return name if name in {"int", "float"} else "str"
+
+
+def _type_name(node: ast.expr) -> str:
+    name = _name(node)
+    return name if name else ast.unparse(node)
+
+
+def _json_value(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    raise _Unresolved

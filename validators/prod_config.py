@@ -1,0 +1,713 @@
+"""Rule `prod-config`: each prod file says what validators/contracts/glm53.yaml says.
+
+Per file (found by its stem under `files:` in the contract): the service set
+(missing and unexpected reported separately); each engine's argv is the base
+contract with that file's and replica's values plus its features' flags, exactly
+once each, in feature order, and nothing else (unknown, missing, duplicated,
+reordered and changed tokens are each named); the engine env has exactly the
+contract's variables and values; `config_variant` recomputed from the engine's own
+argv and env equals its label and its scrape job's label; replicas are identical
+except what the contract lets differ; GPU ids exactly as specified, disjoint, inside
+one NVLink island, as many as `--tp-size`; `--dist-init-addr` unique; the proxy pool
+lists the engines in replica order at their `--port` and the proxy does not
+`depends_on` an engine; pairing rules (chunk 16384 only with the DSA indexer split;
+the split only on an allow-listed image); profiles (the canary's every service, no
+other file's); downloader, nginx ports and registrar env.
+
+Passing example (long-context r2, abridged)::
+
+    command: [sglang, serve, ..., --chunked-prefill-size, "8192", ...,
+              --prefill-decode-interval, "2", ..., --enable-dynamic-batch-tokenizer]
+    labels:
+      tierops.otel.config_variant: fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi2-h200-tp4-ep4-dyntok
+
+Failing example (the ingestion flag dropped on r2)::
+
+    command: [sglang, serve, ..., --hicache-mem-layout, page_first_direct]
+    # -> model-sg-glm53-w4afp8-tp4-r2 argv lacks --enable-dynamic-batch-tokenizer,
+    #    which model-sg-glm53-w4afp8-tp4-r1 carries (prod-config)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from tierops.compose import scalar_text
+from validators.collector import collector, dig
+from validators.context import Context
+from validators.contract import Contract, FileContract, Replica
+from validators.findings import START, Finding, Pos, error
+from validators.loader import YList, YMap
+from validators.model import ComposeFile, Flag, Service
+
+ID = "prod-config"
+SUMMARY = "the argv/env/variant/GPU/parity/pool/pairing contract of validators/contracts/glm53.yaml"
+
+_VARIANT_PART = re.compile(r"\[-(?P<feature>[a-z0-9_]+)\]")
+
+
+def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    contract = ctx.contract
+    path = compose.path
+    file = contract.files.get(compose.stem)
+    if file is None:
+        known = ", ".join(sorted(contract.files))
+        yield error(
+            path,
+            START,
+            ID,
+            f"no contract for '{compose.stem}' (known: {known}); add it under files: in validators/contracts/glm53.yaml",
+        )
+        return
+    yield from _service_set(compose, contract)
+    yield from _profiles(compose, file)
+    engines: list[tuple[Replica, Service]] = [
+        (replica, compose.services[replica.service])
+        for replica in contract.replicas.values()
+        if replica.service in compose.services
+    ]
+    contract_findings: dict[str, int] = {}
+    for replica, service in engines:
+        findings = [
+            *_engine_settings(path, service, contract),
+            *_argv(path, service, replica, file, contract, engines),
+            *_env(path, service, replica, file, contract),
+        ]
+        contract_findings[replica.name] = len(findings)
+        yield from findings
+        yield from _variant(compose, service, file, contract)
+        yield from _gpus(path, service, replica, contract)
+        yield from _pairing(path, service, contract)
+    yield from _gpu_overlap(path, engines)
+    yield from _rendezvous(path, engines)
+    yield from _parity(path, engines, file, contract, contract_findings)
+    yield from _proxy(compose, contract, engines)
+    yield from _downloader(compose, contract)
+    yield from _nginx(compose, contract, file)
+    yield from _registrar(compose, contract, file)
+
+
+# -- service set and profiles ---------------------------------------------------------
+
+
+def _service_set(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
+    for name in contract.services:
+        if name not in compose.services:
+            yield error(
+                compose.path, compose.services_pos(), ID, f"service {name} is missing (SPEC 3 service set)"
+            )
+    for service in compose:
+        if service.name not in contract.services:
+            yield error(
+                compose.path,
+                service.pos,
+                ID,
+                f"unexpected service {service.name}; the contract's services are {', '.join(contract.services)}",
+            )
+
+
+def _profiles(compose: ComposeFile, file: FileContract) -> Iterator[Finding]:
+    for service in compose:
+        profiles = service.get("profiles")
+        names = [scalar_text(item) for item in profiles] if isinstance(profiles, YList) else []
+        if file.profile is not None:
+            if names != [file.profile]:
+                yield error(
+                    compose.path,
+                    service.at("profiles"),
+                    ID,
+                    f"{service.name} must be behind exactly the profile {file.profile} (so an unscoped `up` starts nothing), not {names or 'none'}",
+                )
+        elif profiles is not None:
+            yield error(
+                compose.path,
+                service.at("profiles"),
+                ID,
+                f"{service.name} has profiles {names}; in {compose.stem} every service starts with a plain `up`",
+            )
+
+
+# -- engine argv ----------------------------------------------------------------------
+
+
+def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
+    path: str,
+    service: Service,
+    replica: Replica,
+    file: FileContract,
+    contract: Contract,
+    engines: Sequence[tuple[Replica, Service]],
+) -> Iterator[Finding]:
+    name = service.name
+    if service.tokens is None:
+        yield error(
+            path, service.at("command"), ID, f"{name} has no command; the contract argv starts `sglang serve`"
+        )
+        return
+    program = service.program()
+    if tuple(program) != contract.program:
+        pos = service.tokens[0].pos if service.tokens else service.at("command")
+        yield error(
+            path,
+            pos,
+            ID,
+            f"{name} program is '{' '.join(program)}'; the contract says '{' '.join(contract.program)}'",
+        )
+    for token in service.positionals():
+        yield error(
+            path, token.pos, ID, f"{name} argv has a stray token '{token.text}' that belongs to no flag"
+        )
+    expected = contract.expected_flags(file, replica)
+    want: dict[str, str | None] = {item[0]: (item[1] if len(item) > 1 else None) for item in expected}
+    order = [item[0] for item in expected]
+    actual = service.flags()
+    first: dict[str, Flag] = {}
+    for flag in actual:
+        if flag.flag in first:
+            yield error(path, flag.pos, ID, f"{name} argv repeats {flag.flag}; the contract has it once")
+            continue
+        first[flag.flag] = flag
+    feature_of = {item[0]: feature.name for feature in contract.features.values() for item in feature.argv}
+    for flag in first.values():
+        if flag.flag not in want:
+            if flag.flag in feature_of:
+                yield error(
+                    path,
+                    flag.pos,
+                    ID,
+                    f"{name} argv has {flag.flag} (feature {feature_of[flag.flag]}), which the contract does not give {replica.name} of {file.stem}",
+                )
+            else:
+                yield error(path, flag.pos, ID, f"{name} argv has {flag.flag}, which is not in the contract")
+    others = [other for r, other in engines if r.name != replica.name]
+    for index, flag_name in enumerate(order):
+        if flag_name in first:
+            continue
+        carriers = [other.name for other in others if any(f.flag == flag_name for f in other.flags())]
+        carried = f", which {' and '.join(carriers)} carries" if carriers else ""
+        pos = _insertion_pos(service, first, order[:index])
+        yield error(path, pos, ID, f"{name} argv lacks {flag_name}{carried}")
+    for flag_name, value in want.items():
+        present = first.get(flag_name)
+        if present is None or present.value == value:
+            continue
+        flag = present
+        if value is None:
+            yield error(
+                path, flag.value_pos, ID, f"{name} {flag_name} takes no value here, got '{flag.value}'"
+            )
+        elif flag.value is None:
+            yield error(path, flag.pos, ID, f"{name} {flag_name} has no value; the contract says {value}")
+        else:
+            yield error(
+                path, flag.value_pos, ID, f"{name} {flag_name} is {flag.value}; the contract says {value}"
+            )
+    yield from _order(path, name, [f for f in first.values() if f.flag in want], order)
+
+
+def _insertion_pos(service: Service, present: dict[str, Flag], before: Sequence[str]) -> Pos:
+    """Where a missing flag belongs: after the last contract flag before it that is present."""
+    for flag_name in reversed(before):
+        flag = present.get(flag_name)
+        if flag is not None:
+            return flag.value_pos
+    return service.at("command")
+
+
+def _order(path: str, name: str, flags: Sequence[Flag], order: Sequence[str]) -> Iterator[Finding]:
+    rank = {flag: index for index, flag in enumerate(order)}
+    ranks = [rank[flag.flag] for flag in flags]
+    keep = _longest_increasing(ranks)
+    for index, flag in enumerate(flags):
+        if index in keep:
+            continue
+        previous = order[rank[flag.flag] - 1] if rank[flag.flag] > 0 else "the program"
+        yield error(
+            path,
+            flag.pos,
+            ID,
+            f"{name} argv has {flag.flag} out of contract order; it belongs right after {previous}",
+        )
+
+
+def _longest_increasing(values: Sequence[int]) -> set[int]:
+    """Indices of one longest strictly increasing subsequence (the flags in order)."""
+    best: list[int] = [1] * len(values)
+    back: list[int] = [-1] * len(values)
+    for i in range(len(values)):
+        for j in range(i):
+            if values[j] < values[i] and best[j] + 1 > best[i]:
+                best[i], back[i] = best[j] + 1, j
+    if not values:
+        return set()
+    index = max(range(len(values)), key=lambda k: (best[k], -k))
+    keep: set[int] = set()
+    while index != -1:
+        keep.add(index)
+        index = back[index]
+    return keep
+
+
+# -- engine env and settings --------------------------------------------------------------
+
+
+def _env(
+    path: str, service: Service, replica: Replica, file: FileContract, contract: Contract
+) -> Iterator[Finding]:
+    expected = contract.expected_env(file, replica)
+    env_key = service.at("environment")
+    for key, value in expected.items():
+        if key not in service.env:
+            yield error(path, env_key, ID, f"{service.name} env lacks {key}={value}")
+        elif service.env[key] != value:
+            yield error(
+                path,
+                service.env_pos.get(key, env_key),
+                ID,
+                f"{service.name} env {key} is '{service.env[key]}'; the contract says '{value}'",
+            )
+    feature_of = {key: feature.name for feature in contract.features.values() for key in feature.env}
+    for key in service.env:
+        if key in expected:
+            continue
+        pos = service.env_pos.get(key, env_key)
+        if key in feature_of:
+            yield error(
+                path,
+                pos,
+                ID,
+                f"{service.name} env has {key} (feature {feature_of[key]}), which the contract does not give {replica.name} of {file.stem}",
+            )
+        else:
+            yield error(path, pos, ID, f"{service.name} env has {key}, which is not in the contract")
+
+
+def _engine_settings(path: str, service: Service, contract: Contract) -> Iterator[Finding]:
+    if scalar_text(service.get("image")) != contract.engine_image and service.get("image") is not None:
+        yield error(
+            path,
+            service.at("image"),
+            ID,
+            f"{service.name} image is not the tier's engine build {contract.engine_image}",
+        )
+    yield from _settings(path, service, contract.engine_settings)
+    for key in contract.engine_forbidden_keys:
+        if key in service.data:
+            yield error(
+                path,
+                service.at(key),
+                ID,
+                f"{service.name} must not have `{key}` (engines listen on :8000 inside the project network only)",
+            )
+
+
+def _settings(path: str, service: Service, settings: Any) -> Iterator[Finding]:
+    for dotted, want in settings.items():
+        node: Any = service.data
+        pos = service.pos
+        for key in dotted.split("."):
+            if not isinstance(node, YMap) or key not in node:
+                node = None
+                break
+            pos = node.at(key)
+            node = node[key]
+        if node is None:
+            yield error(path, pos, ID, f"{service.name} lacks {dotted}: {scalar_text(want)}")
+        elif scalar_text(node) != scalar_text(want):
+            yield error(
+                path,
+                pos,
+                ID,
+                f"{service.name} {dotted} is {scalar_text(node)}; the contract says {scalar_text(want)}",
+            )
+
+
+# -- config_variant -------------------------------------------------------------------
+
+
+def recompute_variant(service: Service, tier: str, contract: Contract) -> str | None:
+    """SPEC 4.3 from the engine's own argv and env; None when a needed flag is missing."""
+    values = {flag.flag: flag.value for flag in service.flags()}
+    needed = {
+        "chunk": "--chunked-prefill-size",
+        "pdi": "--prefill-decode-interval",
+        "tp": "--tp-size",
+        "ep": "--ep-size",
+    }
+    fields = {key: values.get(flag) for key, flag in needed.items()}
+    if any(value is None for value in fields.values()):
+        return None
+    present = set()
+    for feature in contract.features.values():
+        if feature.marker_flag and feature.marker_flag in values:
+            present.add(feature.name)
+        if feature.marker_env and service.env.get(feature.marker_env[0]) == feature.marker_env[1]:
+            present.add(feature.name)
+    text = _VARIANT_PART.sub(
+        lambda m: f"-{m.group('feature')}" if m.group("feature") in present else "", contract.variant
+    )
+    return text.format(tier=tier, **fields)
+
+
+def _variant(
+    compose: ComposeFile, service: Service, file: FileContract, contract: Contract
+) -> Iterator[Finding]:
+    want = recompute_variant(service, file.tier, contract)
+    if want is None:
+        return
+    prefix = str(contract.telemetry["label_prefix"])
+    key = prefix + "config_variant"
+    label = service.labels.get(key)
+    if label is None:
+        yield error(compose.path, service.at("labels"), ID, f"{service.name} lacks the label {key}={want}")
+    elif label != want:
+        yield error(
+            compose.path,
+            service.label_pos.get(key, service.at("labels")),
+            ID,
+            f"{service.name} label {key} is {label}; its own argv and env say {want}",
+        )
+    col = contract.telemetry["collector"]
+    parsed = collector(compose, str(col["config"]), str(col["receiver"]))
+    if parsed is None:
+        return
+    job_name = service.labels.get(prefix + "job", service.name)
+    for job in parsed.jobs:
+        if job.name != job_name:
+            continue
+        job_value = job.labels.get("config_variant")
+        if job_value is None:
+            yield error(
+                compose.path,
+                job.labels_pos or job.pos,
+                ID,
+                f"scrape job {job.name} lacks the label config_variant={want}",
+            )
+        elif job_value != want:
+            yield error(
+                compose.path,
+                job.label_pos["config_variant"],
+                ID,
+                f"scrape job {job.name} label config_variant is {job_value}; the engine's own argv and env say {want}",
+            )
+
+
+# -- GPUs and rendezvous -----------------------------------------------------------------
+
+
+def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> Iterator[Finding]:
+    ids = service.gpu_ids()
+    if ids is None:
+        yield error(
+            path,
+            service.at("deploy"),
+            ID,
+            f"{service.name} reserves no GPUs (deploy.resources.reservations.devices)",
+        )
+        return
+    got = [token.text for token in ids]
+    want = list(replica.gpus)
+    where = service.gpu_ids_pos()
+    devices = dig(service.data, "deploy", "resources", "reservations", "devices")
+    if isinstance(devices, YList):
+        for index, device in enumerate(devices):
+            if isinstance(device, YMap):
+                if scalar_text(device.get("driver")) != "nvidia":
+                    yield error(
+                        path, device.at("driver"), ID, f"{service.name} GPU reservation driver must be nvidia"
+                    )
+                capabilities = device.get("capabilities")
+                if not isinstance(capabilities, YList) or [scalar_text(c) for c in capabilities] != ["gpu"]:
+                    yield error(
+                        path,
+                        device.at("capabilities") if "capabilities" in device else devices.at(index),
+                        ID,
+                        f"{service.name} GPU reservation capabilities must be [gpu]",
+                    )
+    if got != want:
+        if sorted(got) == sorted(want):
+            index = next(i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b)
+            yield error(
+                path,
+                ids[index].pos,
+                ID,
+                f"{service.name} GPU list {got} is reordered; the contract order is {want}",
+            )
+        else:
+            bad = next((token for token in ids if token.text not in want), None)
+            yield error(
+                path,
+                bad.pos if bad else where,
+                ID,
+                f"{service.name} GPUs are {got}; the contract gives {replica.name} {want}",
+            )
+    island = next((isl for isl in contract.islands if got and got[0] in isl), None)
+    for token in ids:
+        if island is None or token.text not in island:
+            yield error(
+                path,
+                token.pos,
+                ID,
+                f"{service.name} GPU {token.text} is outside the NVLink island of its other GPUs",
+            )
+            break
+    tp = next((flag.value for flag in service.flags() if flag.flag == "--tp-size"), None)
+    if tp is not None and tp.isdigit() and int(tp) != len(got):
+        yield error(path, where, ID, f"{service.name} reserves {len(got)} GPUs but runs --tp-size {tp}")
+
+
+def _gpu_overlap(path: str, engines: Sequence[tuple[Replica, Service]]) -> Iterator[Finding]:
+    owner: dict[str, str] = {}
+    for _replica, service in engines:
+        for token in service.gpu_ids() or ():
+            if token.text in owner and owner[token.text] != service.name:
+                yield error(
+                    path,
+                    token.pos,
+                    ID,
+                    f"{service.name} GPU {token.text} is also reserved by {owner[token.text]}",
+                )
+            owner.setdefault(token.text, service.name)
+
+
+def _rendezvous(path: str, engines: Sequence[tuple[Replica, Service]]) -> Iterator[Finding]:
+    seen: dict[str, str] = {}
+    for _replica, service in engines:
+        for flag in service.flags():
+            if flag.flag == "--dist-init-addr" and flag.value is not None:
+                if flag.value in seen:
+                    yield error(
+                        path,
+                        flag.value_pos,
+                        ID,
+                        f"{service.name} --dist-init-addr {flag.value} collides with {seen[flag.value]}",
+                    )
+                seen.setdefault(flag.value, service.name)
+
+
+# -- pairing ----------------------------------------------------------------------------
+
+
+def _pairing(path: str, service: Service, contract: Contract) -> Iterator[Finding]:
+    qsplit = contract.features.get("qsplit")
+    marker = qsplit.marker_env if qsplit is not None else None
+    has_split = marker is not None and service.env.get(marker[0]) == marker[1]
+    for flag in service.flags():
+        if (
+            flag.flag == "--chunked-prefill-size"
+            and flag.value in contract.chunk_requires_qsplit
+            and not has_split
+        ):
+            yield error(
+                path,
+                flag.value_pos,
+                ID,
+                f"{service.name} --chunked-prefill-size {flag.value} needs the DSA indexer split ({marker[0] if marker else 'qsplit'}=1): without it a long burst leaves no free GPU memory",
+            )
+    if has_split and marker is not None:
+        image = scalar_text(service.get("image"))
+        if image not in contract.qsplit_images:
+            yield error(
+                path,
+                service.at("image"),
+                ID,
+                f"{service.name} sets {marker[0]}=1 on an image not known to carry the split patch; allowed: {', '.join(contract.qsplit_images)}",
+            )
+
+
+# -- replica parity ---------------------------------------------------------------------
+
+
+def _parity(
+    path: str,
+    engines: Sequence[tuple[Replica, Service]],
+    file: FileContract,
+    contract: Contract,
+    contract_findings: dict[str, int],
+) -> Iterator[Finding]:
+    if len(engines) < 2:
+        return
+    (first_replica, first), *rest = engines
+    exempt = {*contract.parity_keys, "command", "environment"}
+    for replica, other in rest:
+        for key in [*first.data, *(k for k in other.data if k not in first.data)]:
+            if key in exempt:
+                continue
+            difference = _first_difference(first.data, other.data, key)
+            if difference is not None:
+                dotted, a, b, pos = difference
+                yield error(
+                    path,
+                    pos,
+                    ID,
+                    f"replica parity: {other.name} {dotted} is {_short(b)}, {first.name} has {_short(a)}; replicas differ only in {', '.join(contract.parity_keys)} and declared argv/env",
+                )
+        if contract_findings.get(first_replica.name) or contract_findings.get(replica.name):
+            continue  # the argv/env contract findings already name the difference
+        delta = set(file.replicas[replica.name].features) ^ set(file.replicas[first_replica.name].features)
+        if not delta <= set(file.delta) and delta:
+            yield error(
+                path,
+                other.pos,
+                ID,
+                f"replica parity: the contract gives {first.name} and {other.name} different features {sorted(delta)} but declares no such delta",
+            )
+
+
+def _first_difference(first: YMap, other: YMap, key: str) -> tuple[str, Any, Any, Pos] | None:
+    """The deepest differing key under `key`, its two values, and where to point."""
+    dotted = key
+    a: Any = first.get(key)
+    b: Any = other.get(key)
+    # Point at the replica that has the key: the other one (r2) when both do.
+    pos = other.at(key) if key in other else first.at(key)
+    while isinstance(a, YMap) and isinstance(b, YMap):
+        child = next(
+            (k for k in [*b, *(k for k in a if k not in b)] if _plain(a.get(k)) != _plain(b.get(k))), None
+        )
+        if child is None:
+            return None
+        pos = b.at(child) if child in b else a.at(child)
+        dotted, a, b = f"{dotted}.{child}", a.get(child), b.get(child)
+    if _plain(a) == _plain(b):
+        return None
+    return dotted, _plain(a), _plain(b), pos
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return scalar_text(value) if value is not None else None
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "absent"
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- proxy, downloader, nginx, registrar ----------------------------------------------------
+
+
+def _proxy(
+    compose: ComposeFile, contract: Contract, engines: Sequence[tuple[Replica, Service]]
+) -> Iterator[Finding]:
+    service = compose.services.get(str(contract.proxy["service"]))
+    if service is None:
+        return
+    path = compose.path
+    image = contract.images[str(contract.proxy["image"])]
+    if scalar_text(service.get("image")) != image:
+        yield error(
+            path, service.at("image"), ID, f"{service.name} image is not the tier's proxy build {image}"
+        )
+    for key, value in contract.proxy["env"].items():
+        if service.env.get(key) != scalar_text(value):
+            yield error(
+                path,
+                service.env_pos.get(key, service.at("environment")),
+                ID,
+                f"{service.name} env {key} must be '{scalar_text(value)}', not '{service.env.get(key)}'",
+            )
+    pool_key = str(contract.proxy["pool_env"])
+    want = []
+    for _replica, engine in engines:
+        port = next((flag.value for flag in engine.flags() if flag.flag == "--port"), None)
+        want.append(f"http://{engine.name}:{port}")
+    got = [url.strip() for url in (service.env.get(pool_key) or "").split(",") if url.strip()]
+    if got != want:
+        pos = service.env_pos.get(pool_key, service.at("environment"))
+        missing = [url for url in want if url not in got]
+        extra = [url for url in got if url not in want]
+        if missing:
+            detail = f"lacks {', '.join(missing)}"
+        elif extra:
+            detail = f"has {', '.join(extra)}, which is no engine of this file"
+        else:
+            detail = "lists the engines out of replica order"
+        yield error(path, pos, ID, f"{service.name} {pool_key} {detail}; expected {','.join(want)}")
+    depends = service.get("depends_on")
+    names = list(depends) if isinstance(depends, (YMap, YList)) else []
+    engine_names = {engine.name for _replica, engine in engines}
+    for index, item in enumerate(names):
+        name = scalar_text(item)
+        if name in engine_names:
+            pos = depends.at(name) if isinstance(depends, YMap) else depends.at(index)
+            yield error(
+                path,
+                pos,
+                ID,
+                f"{service.name} depends_on {name}; the proxy must start and report while engines load",
+            )
+
+
+def _downloader(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
+    spec = contract.downloader
+    service = compose.services.get(str(spec["service"]))
+    if service is None:
+        return
+    path = compose.path
+    entrypoint = service.get("entrypoint")
+    tokens = (
+        [scalar_text(t) for t in entrypoint]
+        if isinstance(entrypoint, YList)
+        else str(entrypoint or "").split()
+    )
+    tokens += [token.text for token in service.tokens or ()]
+    want = [scalar_text(t) for t in spec["argv"]]
+    if tokens != want:
+        yield error(
+            path,
+            service.at("command"),
+            ID,
+            f"{service.name} runs '{' '.join(tokens)}'; the contract says '{' '.join(want)}' (the pinned snapshot)",
+        )
+    image = contract.images[str(spec["image"])]
+    if scalar_text(service.get("image")) != image:
+        yield error(path, service.at("image"), ID, f"{service.name} image is not {image}")
+    yield from _settings(path, service, spec.get("settings") or {})
+
+
+def _nginx(compose: ComposeFile, contract: Contract, file: FileContract) -> Iterator[Finding]:
+    service = compose.services.get(str(contract.nginx["service"]))
+    if service is None:
+        return
+    ports = service.get("ports")
+    got = [scalar_text(p) for p in ports] if isinstance(ports, YList) else []
+    if got != list(file.nginx_ports):
+        yield error(
+            compose.path,
+            service.at("ports"),
+            ID,
+            f"{service.name} publishes {got}; the contract for {file.stem} says {list(file.nginx_ports)}",
+        )
+
+
+def _registrar(compose: ComposeFile, contract: Contract, file: FileContract) -> Iterator[Finding]:
+    service = compose.services.get(str(contract.registrar["service"]))
+    if service is None:
+        return
+    for key, value in file.registrar_env.items():
+        if service.env.get(key) != value:
+            yield error(
+                compose.path,
+                service.env_pos.get(key, service.at("environment")),
+                ID,
+                f"{service.name} env {key} must be '{value}' in {file.stem}",
+            )
+    others = {key for other in contract.files.values() for key in other.registrar_env} - set(
+        file.registrar_env
+    )
+    for key in sorted(others):
+        if key in service.env:
+            yield error(
+                compose.path,
+                service.env_pos[key],
+                ID,
+                f"{service.name} env {key} belongs to another tier's file, not {file.stem}",
+            )
