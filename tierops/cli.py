@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from tierops.errors import TieropsError
 from tierops.exitcodes import ExitCode
@@ -25,22 +26,23 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpar
         return ExitCode.OK if exc.code in (0, None) else ExitCode.USAGE
 
 
-def guarded(work: Callable[[], int], *, tool: str) -> int:
+def guarded(work: Callable[[], int], *, tool: str, stderr: TextIO | None = None) -> int:
     """Run `work`; turn every way it can fail into one line on stderr and an exit code."""
+    err = stderr or sys.stderr
     try:
         return work()
     except TieropsError as error:
-        print(str(error), file=sys.stderr)
+        print(str(error), file=err)
         return int(error.exit_code)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print("interrupted", file=err)
         return ExitCode.INTERNAL
     except Exception as exc:  # a bug: one line, the traceback only on request
         print(
             f"internal error: {type(exc).__name__}: {exc} "
             f"(a bug in {tool}; rerun with TIEROPS_DEBUG=1 and report it)",
-            file=sys.stderr,
+            file=err,
         )
         if os.environ.get("TIEROPS_DEBUG"):
-            traceback.print_exc()
+            traceback.print_exc(file=err)
         return ExitCode.INTERNAL

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from tierops.errors import TieropsError
+from tierops.cli import guarded, parse
+from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 from validators import formats
 from validators.context import load_context
@@ -61,7 +62,13 @@ def main(
 ) -> int:
     out = stdout or sys.stdout
     err = stderr or sys.stderr
-    args = _parser().parse_args(argv)
+    args = parse(_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return guarded(lambda: _run(args, out, err), tool="validators", stderr=err)
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.list_rules:
         for rule_id in ALL_IDS:
             summary = (
@@ -73,22 +80,11 @@ def main(
         return ExitCode.OK
     files: list[Path] = list(args.files) or sorted(Path().glob(DEFAULT_GLOB))
     if not files:
-        err.write(
-            f"error: no files to check: {DEFAULT_GLOB} matched nothing; run from the repository root or name files\n"
+        raise UsageError(
+            f"no files to check: {DEFAULT_GLOB} matched nothing; run from the repository root or name files"
         )
-        return ExitCode.USAGE
     selected = [rule for rule in RULES if not args.rule or rule in args.rule]
-    try:
-        ctx = load_context()
-        report = run([(path, str(path)) for path in files], ctx, selected)
-    except TieropsError as exc:
-        err.write(f"error: {exc}\n")
-        return exc.exit_code
-    except Exception as exc:  # a bug in a rule: one line, the documented exit code
-        err.write(
-            f"internal error: {type(exc).__name__}: {exc} (a bug in validators; please report it with this line)\n"
-        )
-        return ExitCode.INTERNAL
+    report = run([(path, str(path)) for path in files], load_context(), selected)
     name = formats.resolve(args.format, dict(os.environ))
     out.write(formats.FORMATTERS[name](report.findings))
     summary = formats.summary(report.files, report.findings)

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 from tierops.atomic import write_bytes_atomic
+from tierops.cli import guarded, parse
 from tierops.composebin import (
     DUMMY_ENV,
     ROOT,
@@ -42,7 +41,7 @@ from tierops.composebin import (
     find_compose,
     run_config_many,
 )
-from tierops.errors import TieropsError, UsageError
+from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 from validators.interpolation import (
     RULE_FAKE,
@@ -123,36 +122,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed a one-line usage error
-        return ExitCode.OK if exc.code == 0 else ExitCode.USAGE
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return guarded(lambda: _run_explained(args), tool="validators.compose")
+
+
+def _run_explained(args: argparse.Namespace) -> int:
     try:
         return _run(args)
+    except ComposeRefused:
+        raise
     except ComposeUnavailable as error:
-        print(f"compose: {error}", file=sys.stderr)
-        if _under_ci() and not isinstance(error, ComposeRefused):
-            print(
-                "compose: CI must render with a real Compose binary, never skip: GitHub's Ubuntu runners "
-                "have `docker compose`; elsewhere install the `compose` dependency group",
-                file=sys.stderr,
-            )
-        return int(error.exit_code)
-    except TieropsError as error:
-        print(str(error), file=sys.stderr)
-        return int(error.exit_code)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return ExitCode.INTERNAL
-    except Exception as exc:  # a bug: one line, the traceback only on request
-        print(
-            f"internal error: {type(exc).__name__}: {exc} (a bug in validators.compose; rerun with TIEROPS_DEBUG=1 and report it)",
-            file=sys.stderr,
-        )
-        if os.environ.get("TIEROPS_DEBUG"):
-            traceback.print_exc()
-        return ExitCode.INTERNAL
+        if not _under_ci():
+            raise
+        # The session must fail, never skip, under CI: say what the runner lacks.
+        raise ComposeUnavailable(
+            f"{error}; CI must render with a real Compose binary, never skip: GitHub's Ubuntu "
+            "runners have `docker compose`; elsewhere install the `compose` dependency group"
+        ) from None
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -85,9 +85,7 @@ def test_rule_selects_families(mutated: str) -> None:
 
 
 def test_an_unknown_rule_is_a_usage_error(mutated: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        run_cli("--rule", "no-such-rule", mutated)
-    assert exit_info.value.code == 2
+    assert run_cli("--rule", "no-such-rule", mutated).code == 2
     assert "invalid choice: 'no-such-rule'" in capsys.readouterr().err
 
 
@@ -118,7 +116,7 @@ def test_no_default_files_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     result = run_cli()
     assert result.code == 2
-    assert result.err.startswith("error: no files to check: prod/*.yaml matched nothing")
+    assert result.err.startswith("no files to check: prod/*.yaml matched nothing")
 
 
 def test_a_file_without_a_contract_is_named(tmp_path: Path) -> None:
@@ -140,7 +138,7 @@ def test_a_bug_in_a_rule_is_exit_3_with_one_line(mutated: str, monkeypatch: pyte
     assert result.code == 3
     assert (
         result.err
-        == "internal error: KeyError: 'boom' (a bug in validators; please report it with this line)\n"
+        == "internal error: KeyError: 'boom' (a bug in validators; rerun with TIEROPS_DEBUG=1 and report it)\n"
     )
 
 
@@ -159,8 +157,7 @@ def test_list_rules_names_every_family() -> None:
 
 
 def test_help_shows_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        cli.main(["--help"])
+    assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "exit codes:" in out
     assert "1  findings at error level" in out
