@@ -70,6 +70,13 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
+@nox.session(default=False)
+def release(session: nox.Session) -> None:
+    """Release tags: `nox -s release -- tag|history|rollback ...` (docs/releasing.md)."""
+    install(session, "release")
+    session.run("python", "-m", "rollout", "release", *session.posargs)
+
+
 @nox.session(venv_backend="none", requires=["generated", "lint", "typecheck"])
 def check(session: nox.Session) -> None:
     """The main job: every check of the repository's own prod/ and code (not the tests)."""

@@ -13,10 +13,13 @@ import traceback
 from collections.abc import Sequence
 from types import ModuleType
 
+from rollout.commands import release
 from tierops.errors import TieropsError
 from tierops.exitcodes import ExitCode, epilog
 
-COMMANDS: dict[str, ModuleType] = {}
+COMMANDS: dict[str, ModuleType] = {
+    release.NAME: release,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
