@@ -320,14 +320,18 @@ def age_gate(option: str | None, environ: Mapping[str, str]) -> AgeGate:
 
 
 def repo_path(repo: Path, file: str) -> str:
-    """A prod file argument as a repository-relative POSIX path."""
+    """A prod file argument as a repository-relative POSIX path: relative to the current
+    directory when that lies inside the repository, else relative to its root. The file
+    need not exist in the working tree: only the tags' records are read."""
+    root = repo.resolve()
     candidate = Path(file)
-    if candidate.is_absolute() or candidate.exists():
-        try:
-            return candidate.resolve().relative_to(repo.resolve()).as_posix()
-        except ValueError:
+    resolved = candidate if candidate.is_absolute() else Path.cwd() / candidate
+    try:
+        return resolved.resolve().relative_to(root).as_posix()
+    except ValueError:
+        if candidate.is_absolute():
             raise UsageError(f"{file} is outside the repository {repo}") from None
-    return Path(file).as_posix()
+    return candidate.as_posix()
 
 
 @dataclass(frozen=True)

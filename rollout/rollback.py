@@ -89,6 +89,15 @@ def plan_rollback(
     wanted = tuple(dict.fromkeys(services))
     deployed = find_tag(tags, from_tag) if from_tag else usable[-1]
     assert deployed.record is not None
+    if from_tag is None and not gate.deployable(deployed, now):
+        # compose-manager refuses that tag, so no host runs it: the host runs an older
+        # one, and a rollback computed from the newest tag would start from the wrong file.
+        raise RefusedError(
+            f"the newest release tag {deployed.name} is not deployable until "
+            f"{format_time(gate.deployable_from(deployed))} (MIN_TAG_AGE_HOURS={gate.hours}), so no host "
+            "runs it under the gate",
+            hint="pass --from TAG with the tag the host runs (compose-manager shows it)",
+        )
     at_deployed = deployed.record.digests.get(file)
     if at_deployed is None:
         raise UsageError(
@@ -111,6 +120,15 @@ def plan_rollback(
         raise RefusedError(
             f"the previous definition is at {target.name}, where {file} {what}: "
             "rolling back would remove it, not restore it; roll it back by hand or pick --from"
+        )
+    orphans = sorted(set(at_deployed) - set(at_target))
+    if orphans:
+        # `up` removes orphans (SPEC 1): bringing up the old file would kill these with
+        # a short timeout instead of their grace period.
+        raise RefusedError(
+            f"{file} at {target.name} lacks {', '.join(orphans)}, which {deployed.name} defines: "
+            f"compose/up from {target.name} would remove {'them' if len(orphans) > 1 else 'it'} as orphans",
+            hint="roll back by hand with the orphan rule in mind, or fix forward",
         )
     if not gate.deployable(target, now):
         raise RefusedError(

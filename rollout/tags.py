@@ -238,7 +238,18 @@ def verify_command(option: str | None, environ: Mapping[str, str]) -> tuple[str,
         raise UsageError(f"cannot split the verify command {raw!r}: {exc}") from None
     if not tokens:
         raise UsageError("the verify command is empty", hint=f"unset {VERIFY_ENV} or use --no-verify")
+    _program(tokens)  # fail before anything is planned or printed
     return tokens
+
+
+def _program(command: Sequence[str]) -> str:
+    program = shutil.which(command[0])
+    if program is None:
+        raise UsageError(
+            f"verify command {command[0]!r} not found on PATH",
+            hint=f"install it (README: nox), set --verify-command or {VERIFY_ENV}, or use --no-verify",
+        )
+    return program
 
 
 def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
@@ -246,12 +257,7 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
 
     The worktree and everything the command wrote into it (nox's .nox/) are removed
     afterwards, whatever happened."""
-    program = shutil.which(command[0])
-    if program is None:
-        raise UsageError(
-            f"verify command {command[0]!r} not found on PATH",
-            hint=f"install it (README: nox), set --verify-command or {VERIFY_ENV}, or use --no-verify",
-        )
+    program = _program(command)
     tmp = Path(tempfile.mkdtemp(prefix="tierops-release-"))
     worktree = tmp / "worktree"
     try:
@@ -311,11 +317,11 @@ def create(
         name = tag_name(max((_number(name) for name in tags), default=0) + 1)
         if git.ref_exists(repo, f"refs/tags/{name}"):
             raise RefusedError(f"tag {name} already exists in this clone", hint="tags are never overwritten")
-        obj = _make_tag_object(repo, commit, name, message(name))
-        if plan.push and plan.remote and not _push(repo, plan.remote, obj, name):
+        obj = make_tag_object(repo, commit, name, message(name))
+        if plan.push and plan.remote and not push_ref(repo, plan.remote, obj, name):
             lost.append(name)
             continue
-        _create_local(repo, name, obj, pushed_to=plan.remote if plan.push else None)
+        create_ref(repo, name, obj, pushed_to=plan.remote if plan.push else None)
         return Created(commit, name, plan.remote if plan.push else None, False, tuple(lost))
     raise RefusedError(
         f"gave up on {commit[:12]} after {attempts} attempts: {plan.remote} took "
@@ -324,7 +330,7 @@ def create(
     )
 
 
-def _make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
+def make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
     """An annotated tag object for `commit` with no ref pointing at it yet."""
     ident = git.run(repo, ["var", "GIT_COMMITTER_IDENT"]).stdout.strip()
     body = f"object {commit}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}"
@@ -334,7 +340,7 @@ def _make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
     return proc.stdout.strip()
 
 
-def _push(repo: Path, remote: str, obj: str, name: str) -> bool:
+def push_ref(repo: Path, remote: str, obj: str, name: str) -> bool:
     """Push one new tag ref. False when the remote already has that name (a lost race);
     any other refusal is an error."""
     ref = f"refs/tags/{name}"
@@ -348,7 +354,7 @@ def _push(repo: Path, remote: str, obj: str, name: str) -> bool:
     raise git.GitError(f"git push {remote} {ref}: {reason}")
 
 
-def _create_local(repo: Path, name: str, obj: str, *, pushed_to: str | None) -> None:
+def create_ref(repo: Path, name: str, obj: str, *, pushed_to: str | None) -> None:
     proc = git.run(repo, ["update-ref", f"refs/tags/{name}", obj, ""], check=False)
     if proc.returncode != 0:
         reason = " ".join(proc.stderr.split())

@@ -198,15 +198,15 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
             verified = f"passed: {outcome.command_text}"
         record = release.record_for_commit(repo, commit, verified)
         created = tags.create(repo, plan, commit, functools.partial(_message, record=record))
-        for name in created.lost:
-            print(f"{remote} got {name} first (another run); took the next number")
         if created.adopted:
             print(
                 f"{commit[:12]} was tagged {created.name} on {remote} by another run meanwhile; not tagged again"
             )
             continue
+        for name in created.lost:
+            print(f"{remote} got {name} first (another run, another commit); took the next number")
         pushed = f", pushed to {created.pushed_to}" if created.pushed_to else ""
-        how = "check passed" if record.verified else "NOT verified: --no-verify"
+        how = f"check {record.verify}" if record.verified else "NOT verified: --no-verify"
         print(f"created {created.name} on {commit[:12]} ({how}){pushed}")
     return ExitCode.OK
 
@@ -313,7 +313,7 @@ def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_f
     for number, step in enumerate(plan.steps, start=1):
         mode = "dry run" if step.call.dry_run else "for real"
         lines += [
-            f"{number:>2}. {step.service}: {step.why} ({mode})",
+            f"{number:>2}. [{mode}] {step.service}: {step.why}",
             f"    {step.call.endpoint} {json.dumps(step.call.payload())}",
             f"    $ {step.call.command()}",
         ]
