@@ -318,9 +318,13 @@ def create(
         if git.ref_exists(repo, f"refs/tags/{name}"):
             raise RefusedError(f"tag {name} already exists in this clone", hint="tags are never overwritten")
         obj = make_tag_object(repo, commit, name, message(name))
-        if plan.push and plan.remote and not push_ref(repo, plan.remote, obj, name):
-            lost.append(name)
-            continue
+        if plan.push and plan.remote:
+            pushed = push_ref(repo, plan.remote, obj, name)
+            if pushed == "taken":
+                lost.append(name)
+                continue
+            if pushed == "same":
+                return Created(commit, name, plan.remote, True, tuple(lost))
         create_ref(repo, name, obj, pushed_to=plan.remote if plan.push else None)
         return Created(commit, name, plan.remote if plan.push else None, False, tuple(lost))
     raise RefusedError(
@@ -340,16 +344,19 @@ def make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
     return proc.stdout.strip()
 
 
-def push_ref(repo: Path, remote: str, obj: str, name: str) -> bool:
-    """Push one new tag ref. False when the remote already has that name (a lost race);
-    any other refusal is an error."""
+def push_ref(repo: Path, remote: str, obj: str, name: str) -> str:
+    """Push one new tag ref: "new" when this push created it; "same" when the remote
+    already had this very object under that name (another run made a byte-identical
+    tag: same commit, record, tagger and second); "taken" when the remote has another
+    object under that name (a lost race). Any other refusal is an error."""
     ref = f"refs/tags/{name}"
-    proc = git.run(repo, ["push", "--atomic", "--porcelain", "--quiet", remote, f"{obj}:{ref}"], check=False)
+    proc = git.run(repo, ["push", "--atomic", "--porcelain", remote, f"{obj}:{ref}"], check=False)
+    flags = [line.split("\t")[0] for line in proc.stdout.splitlines() if "\t" in line]
     if proc.returncode == 0:
-        return True
+        return "same" if flags == ["="] else "new"
     after = git.run(repo, ["ls-remote", remote, ref], check=False).stdout
     if ref in after.split():
-        return False
+        return "taken"
     reason = " ".join((proc.stderr.strip() or proc.stdout.strip()).split()) or f"exit code {proc.returncode}"
     raise git.GitError(f"git push {remote} {ref}: {reason}")
 

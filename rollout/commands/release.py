@@ -120,7 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parents=[common, gate],
         help="the tags at which a definition changed",
         description=HISTORY_DESCRIPTION,
-        epilog=epilog("not used"),
+        epilog=epilog("not used by this command"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     history.add_argument("file", help="a prod file, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml")
@@ -131,7 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parents=[common, gate],
         help="print the steps back to the previous definition",
         description=ROLLBACK_DESCRIPTION,
-        epilog=epilog("not used"),
+        epilog=epilog("not used by this command"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     back.add_argument("file", help="a prod file, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml")

@@ -305,7 +305,7 @@ def test_an_existing_tag_name_is_never_overwritten_locally_or_on_the_remote(
 
     with pytest.raises(RefusedError, match=r"cannot create tag v0\.0\.1"):
         tags.create_ref(world.a, "v0.0.1", obj, pushed_to=None)
-    assert tags.push_ref(world.a, "origin", obj, "v0.0.1") is False
+    assert tags.push_ref(world.a, "origin", obj, "v0.0.1") == "taken"
 
     assert world.local_tags(world.a) == before_local
     assert world.remote_tags() == before_remote
@@ -505,6 +505,8 @@ def test_two_clones_tagging_at_once_end_with_distinct_numbers_and_no_moved_tag(
         thread.join()
 
     assert codes == {"a": 0, "b": 0}
+    out = capsys.readouterr().out
+    assert (out.count("created v0.0.2 "), out.count("created v0.0.3 ")) == (1, 1), out
     assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": c1, "v0.0.3": c2}
     remote = world.remote_tags()
     for clone in (world.a, world.b):
