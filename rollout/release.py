@@ -253,6 +253,9 @@ def read_tags(repo: Path) -> list[ReleaseTag]:
 
 
 def _annotated(name: str, number: int, commit: str, tagged: str, committed: str, contents: str) -> ReleaseTag:
+    tag_time = _time(tagged) if tagged else None
+    if not committed:  # a tag of a tree, a blob or another tag: never ours
+        return ReleaseTag(name, number, commit, _EPOCH, tag_time, None, "it does not point at a commit")
     problem: str | None = None
     record: Record | None = None
     try:
@@ -264,7 +267,10 @@ def _annotated(name: str, number: int, commit: str, tagged: str, committed: str,
             record = None
     except RecordError as exc:
         problem = f"unreadable release record: {exc}"
-    return ReleaseTag(name, number, commit, _time(committed), _time(tagged), record, problem)
+    return ReleaseTag(name, number, commit, _time(committed), tag_time, record, problem)
+
+
+_EPOCH = datetime.fromtimestamp(0, UTC)
 
 
 def _time(unix: str) -> datetime:

@@ -42,9 +42,9 @@ Create the next annotated tag v0.0.N (numeric order) on each first-parent commit
 backfilled. In a repository without release tags only --commit is tagged.
 
 Before each tag the check runs at that commit in a temporary worktree: the command is
---verify-command, else ${tags.VERIFY_ENV}, else `{tags.DEFAULT_VERIFY}` (the same
-`nox -s check` as CI). A failing commit is not tagged (exit 1) unless --no-verify,
-which the tag message then records.
+--verify-command, else ${tags.VERIFY_ENV}, else `{tags.DEFAULT_VERIFY}` (CI's main job,
+from that commit's own noxfile). A failing commit is not tagged (exit 1) unless
+--no-verify, which the tag message then records.
 
 Refused with one line and exit 2, creating nothing: a dirty working tree, a commit not
 on the first-parent history of --branch, a commit not yet on the remote's --branch

@@ -215,6 +215,25 @@ def test_a_tag_whose_record_names_another_commit_is_ignored_and_reported(
     )
 
 
+def test_tags_without_a_record_are_reported_not_used(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tag_now(world, monkeypatch, T0)
+    git(world.a, "tag", "-a", "v0.0.2", "-m", "a tag of a tree", "HEAD^{tree}")
+    git(world.a, "tag", "-a", "v0.0.3", "-m", "made by hand", "HEAD")
+    git(world.a, "tag", "v0.0.4", "HEAD")
+    at(monkeypatch, T0 + days(10))
+    capsys.readouterr()
+
+    assert run(world, "history", LONG, R2) == 0
+
+    assert capsys.readouterr().out.splitlines()[-3:] == [
+        "note: v0.0.2 ignored: it does not point at a commit",
+        "note: v0.0.3 ignored: no release record in its message (not made by `rollout release tag`)",
+        "note: v0.0.4 ignored: a lightweight tag, no record",
+    ]
+
+
 def test_history_without_any_release_tag_says_how_to_create_them(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -517,6 +517,16 @@ def test_two_clones_tagging_at_once_end_with_distinct_numbers_and_no_moved_tag(
 # --------------------------------------------------------------------------- entry point
 
 
+def test_every_release_help_shows_the_exit_codes_and_what_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    for action in ("tag", "history", "rollback"):
+        assert main(["release", action, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "exit codes:\n  0  clean\n" in out
+        assert "  3  internal error" in out
+        if action == "tag":
+            assert "$TIEROPS_RELEASE_VERIFY" in out and "`nox -s check`" in out
+
+
 def test_python_m_rollout_release_tag_runs_as_a_module(world: World) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "rollout", "release", "tag", "--repo", str(world.a), "--remote", "origin"],
