@@ -36,6 +36,8 @@ from rollout import git
 from tierops.compose import SpellingError, service_digest
 from tierops.errors import InputError, UsageError
 
+# Exactly `v0.0.<N>` without leading zeros: `v0.0.07` next to `v0.0.7` would make two
+# names for one number, and a suffix (`-rc`) is somebody else's tag.
 RELEASE_TAG = re.compile(r"^v0\.0\.(0|[1-9][0-9]*)$")
 RECORD_FORMAT = "1"
 PROD_DIR = "prod"
@@ -118,6 +120,8 @@ def parse_message(text: str) -> Record | None:
     fields: dict[str, str] = {}
     digests: dict[str, dict[str, str]] = {}
     for raw in text.splitlines():
+        # Unknown lines are skipped, not refused: a signature block or a field added by
+        # a later format version must not make older tools lose every release.
         key, sep, value = raw.partition(": ")
         if not sep or key not in ("tierops-release", "commit", "verify", "service"):
             continue
@@ -186,6 +190,10 @@ def record_for_commit(repo: Path, commit: str, verify: str) -> Record:
         if data is None:
             raise InputError("cannot read the file from git", where=where)
         try:
+            # Read from git objects, not the working tree: a backfill hashes commits
+            # that are not checked out. The digest is computed from plain data, so the
+            # safe loader is enough; the pure one, because libyaml's parser (YAML 1.1)
+            # rejects `http://...` inside our flow-style healthcheck lists.
             document = YAML(typ="safe", pure=True).load(data.decode("utf-8"))
             digests[path] = definition_digests(document)
         except (YAMLError, UnicodeDecodeError, SpellingError) as exc:
@@ -230,6 +238,7 @@ _FIELDS = (
 
 def read_tags(repo: Path) -> list[ReleaseTag]:
     """Every local `v0.0.N` tag, oldest number first, with its parsed record."""
+    # NUL-separated fields: tag messages span lines, and no git field contains a NUL.
     fmt = "".join(f"{item}%00" for item in _FIELDS)
     out = git.run(repo, ["for-each-ref", f"--format={fmt}", "refs/tags/v0.0.*"]).stdout
     values = out.split("\0")
@@ -263,6 +272,7 @@ def _annotated(name: str, number: int, commit: str, tagged: str, committed: str,
         if record is None:
             problem = "no release record in its message (not made by `rollout release tag`)"
         elif record.commit != commit:
+            # A copied message would lend one commit's definitions to another.
             problem = f"its record names commit {record.commit[:12]}, but it points at {commit[:12]}"
             record = None
     except RecordError as exc:
@@ -295,6 +305,8 @@ class AgeGate:
 
     hours: int
 
+    # The committer date, as compose-manager measures it: the date the commit entered
+    # history (a rebase or a merge makes a new one), not when its author wrote it.
     def deployable_from(self, tag: ReleaseTag) -> datetime:
         return tag.commit_time + timedelta(hours=self.hours)
 
@@ -380,6 +392,8 @@ def history(tags: Sequence[ReleaseTag], file: str, services: Sequence[str]) -> H
         definition = tag.record.definition(file, wanted)
         if not seen_file and definition is None:
             continue  # before the file existed: nothing to report
+        # Equal digests on consecutive tags mean the hosts would run the same thing:
+        # only a difference is a point anybody can roll back to.
         if seen_file and definition == previous:
             continue
         if not seen_file:

@@ -59,6 +59,7 @@ def choose_target(
     current = deployed.record.definition(file, services)
     passed_over: list[ReleaseTag] = []
     for tag in reversed(tags):
+        # A tag without a record (lightweight, foreign) says nothing about definitions.
         if tag.number >= deployed.number or tag.record is None:
             continue
         if tag.record.definition(file, services) != current:
@@ -138,6 +139,8 @@ def plan_rollback(
             hint=EMERGENCY_HINT,
         )
 
+    # A service the old tag defines identically is left alone: recreating an engine for
+    # nothing costs a model load (15 minutes and more) with one replica serving.
     changed = tuple(name for name in wanted if at_target[name] != at_deployed[name])
     unchanged = tuple(name for name in wanted if name not in changed)
     rendered_with = render_at(repo, target, file, changed, compose) if compose else "not rendered"

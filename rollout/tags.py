@@ -116,6 +116,8 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
 
     Nothing is created here; the only write is a `git fetch` of the remote's branch
     when its head is not yet known locally (to test ancestry)."""
+    # The check runs in a worktree of the commit anyway; a dirty tree is refused because
+    # whoever runs this believes they are releasing what they see, and they are not.
     if not git.is_clean(repo):
         raise RefusedError(
             "the working tree has uncommitted or untracked changes",
@@ -127,6 +129,8 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
             f"no local branch {branch!r}", hint=f"fetch it: `git fetch origin {branch}:{branch}`"
         )
     target = git.resolve(repo, rev)
+    # First-parent: the merges to main, one per pull request; the commits of a merged
+    # branch were never deployed as such and never checked together with main.
     history = first_parent(repo, f"refs/heads/{branch}")
     if target not in history:
         raise RefusedError(
@@ -140,6 +144,8 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
         _require_on_remote(repo, target, rev, state, branch)
     local = local_tags(repo)
     tags = _merge_tags(local, state)
+    # A local-only tag marks its commit as released here but not on the remote; pushing
+    # new tags past it would leave a hole in the remote's numbering forever.
     if push and state is not None:
         unpushed = sorted((name for name in local if name not in state.tags), key=_number)
         if unpushed:
@@ -171,6 +177,7 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
         after: str | None = max(by_commit[history[start]], key=_number)
         commits = tuple(history[start + 1 : index + 1])
     else:
+        # The first release: older commits were never checked as releases.
         after, commits = None, (target,)
     return TagPlan(branch, target, commits, (), after, tuple(history), remote, push)
 
@@ -265,6 +272,7 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
         # A virtualenv of the caller (e.g. nox's `release` session) must not leak into
         # the check's own sessions.
         env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+        # stdin closed: a check that waits for input must fail in CI, not hang it.
         proc = subprocess.run(
             [program, *command[1:]],
             cwd=worktree,
@@ -303,6 +311,8 @@ def create(
     later = set(plan.history[plan.history.index(commit) + 1 :])
     lost: list[str] = []
     for _ in range(attempts):
+        # Read both sides again on every attempt: after a lost race, the other run may
+        # have tagged this commit, another one, or a newer one.
         state = remote_state(repo, plan.remote, plan.branch) if plan.remote else None
         tags = _merge_tags(local_tags(repo), state)
         mine = sorted((name for name, tagged in tags.items() if tagged == commit), key=_number)
@@ -336,6 +346,7 @@ def create(
 
 def make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
     """An annotated tag object for `commit` with no ref pointing at it yet."""
+    # The committer identity, as `git tag` uses (CI sets GIT_COMMITTER_NAME/EMAIL).
     ident = git.run(repo, ["var", "GIT_COMMITTER_IDENT"]).stdout.strip()
     body = f"object {commit}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}"
     proc = subprocess.run(["git", "mktag"], cwd=repo, input=body, capture_output=True, text=True, check=False)
@@ -354,6 +365,8 @@ def push_ref(repo: Path, remote: str, obj: str, name: str) -> str:
     flags = [line.split("\t")[0] for line in proc.stdout.splitlines() if "\t" in line]
     if proc.returncode == 0:
         return "same" if flags == ["="] else "new"
+    # Decide by the remote's state, not by the wording of the refusal: it differs
+    # between git versions and hosting services ("already exists", "failed to lock").
     after = git.run(repo, ["ls-remote", remote, ref], check=False).stdout
     if ref in after.split():
         return "taken"
@@ -362,6 +375,7 @@ def push_ref(repo: Path, remote: str, obj: str, name: str) -> str:
 
 
 def create_ref(repo: Path, name: str, obj: str, *, pushed_to: str | None) -> None:
+    # An empty old value makes update-ref create-only: it fails if the ref exists.
     proc = git.run(repo, ["update-ref", f"refs/tags/{name}", obj, ""], check=False)
     if proc.returncode != 0:
         reason = " ".join(proc.stderr.split())

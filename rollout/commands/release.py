@@ -183,6 +183,7 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
         else:
             outcome = tags.verify(repo, commit, command)
             if not outcome.ok:
+                # The check's own output goes to stderr: stdout stays one line per tag.
                 output = (
                     outcome.output
                     if outcome.output.endswith("\n") or not outcome.output
