@@ -70,8 +70,7 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     config = home / "gitconfig"
     config.write_text(
         "[user]\n\tname = Release Test\n\temail = release@example.invalid\n"
-        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
-        '[protocol "file"]\n\tallow = always\n',
+        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n",
         encoding="utf-8",
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
