@@ -145,6 +145,13 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_validators.py")
 
 
+@nox.session(default=False)
+def release(session: nox.Session) -> None:
+    """Release tags: `nox -s release -- tag|history|rollback ...` (docs/releasing.md)."""
+    install(session, "release")
+    session.run("python", "-m", "rollout", "release", *session.posargs)
+
+
 @nox.session(venv_backend="none", requires=["generated", "validate", "compose", "lint", "typecheck"])
 def check(session: nox.Session) -> None:
     """The main job: every check of the repository's own prod/ and code (not the tests)."""

@@ -10,10 +10,13 @@ import argparse
 from collections.abc import Sequence
 from types import ModuleType
 
+from rollout.commands import release
 from tierops.cli import guarded, parse
 from tierops.exitcodes import epilog
 
-COMMANDS: dict[str, ModuleType] = {}
+COMMANDS: dict[str, ModuleType] = {
+    release.NAME: release,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

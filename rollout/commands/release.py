@@ -1,0 +1,355 @@
+"""`python -m rollout release tag|history|rollback`: release tags as rollback points.
+
+    tag       the next annotated v0.0.N on each untagged first-parent commit of main,
+              oldest first, after the check passed at that commit
+    history   the tags at which a prod file's (or some services') definition changed
+    rollback  the ordered, dry-run-first steps back to the previous definition
+
+The library code is rollout/tags.py (write side), rollout/release.py (records, age
+gate, history) and rollout/rollback.py; this module only parses, prints and picks
+the exit code. docs/releasing.md describes the scheme.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rollout import git, release, rollback, tags
+from tierops.exitcodes import ExitCode, epilog
+
+NAME = "release"
+HELP = "tag releases (v0.0.N), show a definition's history, print a rollback"
+DESCRIPTION = """\
+Release tags are the rollback points of this repository: every first-parent commit of
+main gets the next annotated tag v0.0.N, whose message records a content hash of every
+service of every prod file. See docs/releasing.md.
+
+  tag       tag the untagged first-parent commits of main up to --commit (default HEAD)
+  history   the tags at which a file's (or some services') definition changed
+  rollback  the steps that roll services back to their previous definition
+"""
+EPILOG = epilog("the check failed at a commit to be tagged (release tag)")
+
+TAG_DESCRIPTION = f"""\
+Create the next annotated tag v0.0.N (numeric order) on each first-parent commit of
+--branch that has no v0.0.* tag yet, oldest first, up to --commit: a missed run is
+backfilled. In a repository without release tags only --commit is tagged.
+
+Before each tag the check runs at that commit in a temporary worktree: the command is
+--verify-command, else ${tags.VERIFY_ENV}, else `{tags.DEFAULT_VERIFY}` (CI's main job,
+from that commit's own noxfile). A failing commit is not tagged (exit 1) unless
+--no-verify, which the tag message then records.
+
+Refused with one line and exit 2, creating nothing: a dirty working tree, a commit not
+on the first-parent history of --branch, a commit not yet on the remote's --branch
+(with --remote), a tag name that already exists. A commit that already has a release
+tag is reported and exits 0. Tags are never moved, deleted or force-pushed.
+
+--push (implies --remote origin) pushes each new tag as a single ref; when another run
+took the number first, the remote's tags are read again and the next number is tried
+(at most {tags.MAX_ATTEMPTS} times).
+"""
+
+HISTORY_DESCRIPTION = f"""\
+List the release tags at which the definition of FILE's services (all of them, or the
+ones named) changed, newest first, with the commit date, the tag date and whether the
+tag is deployable yet: compose-manager refuses a tag whose commit is younger than
+MIN_TAG_AGE_HOURS (--min-tag-age-hours, else ${release.MIN_TAG_AGE_ENV}, else
+{release.DEFAULT_MIN_TAG_AGE_HOURS}). Reads the tags of this clone: `git fetch --tags` first.
+"""
+
+ROLLBACK_DESCRIPTION = """\
+Find the newest release tag older than the deployed one (--from, default the newest
+tag) whose definition of the named services differs, check that it is past the age
+gate, render FILE at that tag with the real `docker compose config` and the dummy
+environment, and print the rollback: per service, one at a time, compose/down with the
+deployed file, then compose/up from the old tag, each call dry_run first, as
+compose-manager payloads and as plain commands. Prints only: it never deploys.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="release_command", metavar="ACTION", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--repo",
+        default=".",
+        metavar="PATH",
+        help="a path inside the repository (default: the current directory)",
+    )
+    gate = argparse.ArgumentParser(add_help=False)
+    gate.add_argument(
+        "--min-tag-age-hours",
+        metavar="H",
+        help=f"the age gate compose-manager runs with (default ${release.MIN_TAG_AGE_ENV}, else "
+        f"{release.DEFAULT_MIN_TAG_AGE_HOURS}); changing it here never makes a tag deployable",
+    )
+
+    tag = sub.add_parser(
+        "tag",
+        parents=[common],
+        help="tag untagged first-parent commits of main",
+        description=TAG_DESCRIPTION,
+        epilog=epilog("the check failed at a commit to be tagged (nothing tagged from there on)"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tag.add_argument("--commit", default="HEAD", metavar="REV", help="tag up to this commit (default HEAD)")
+    tag.add_argument("--branch", default="main", help="the release branch (default main)")
+    tag.add_argument(
+        "--remote", metavar="NAME", help="number and check against this remote's tags and branch"
+    )
+    tag.add_argument("--push", action="store_true", help="push each new tag to --remote (default origin)")
+    tag.add_argument(
+        "--no-verify", action="store_true", help="tag without running the check (recorded in the tag)"
+    )
+    tag.add_argument(
+        "--verify-command",
+        metavar="CMD",
+        help=f"the check to run in the worktree, split with shell rules, run without a shell "
+        f"(default ${tags.VERIFY_ENV}, else `{tags.DEFAULT_VERIFY}`)",
+    )
+
+    history = sub.add_parser(
+        "history",
+        parents=[common, gate],
+        help="the tags at which a definition changed",
+        description=HISTORY_DESCRIPTION,
+        epilog=epilog("not used by this command"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    history.add_argument("file", help="a prod file, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml")
+    history.add_argument("services", nargs="*", metavar="service", help="only these services (default: all)")
+
+    back = sub.add_parser(
+        "rollback",
+        parents=[common, gate],
+        help="print the steps back to the previous definition",
+        description=ROLLBACK_DESCRIPTION,
+        epilog=epilog("not used by this command"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    back.add_argument("file", help="a prod file, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml")
+    back.add_argument(
+        "services", nargs="+", metavar="service", help="the services to roll back, in this order"
+    )
+    back.add_argument(
+        "--from",
+        dest="from_tag",
+        metavar="TAG",
+        help="the tag deployed now (default: the newest release tag)",
+    )
+    back.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default text)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    repo = git.toplevel(Path(args.repo))
+    if args.release_command == "tag":
+        return _tag(repo, args)
+    if args.release_command == "history":
+        return _history(repo, args)
+    return _rollback(repo, args)
+
+
+# --------------------------------------------------------------------------- tag
+
+
+def _tag(repo: Path, args: argparse.Namespace) -> int:
+    remote: str | None = args.remote or ("origin" if args.push else None)
+    command = None if args.no_verify else tags.verify_command(args.verify_command, os.environ)
+    plan = tags.plan(repo, args.commit, branch=args.branch, remote=remote, push=args.push)
+    if plan.already:
+        print(f"{plan.target[:12]} is already tagged {', '.join(plan.already)}; nothing to do")
+        return ExitCode.OK
+    if plan.after is None:
+        print(
+            f"no release tag on {plan.branch} yet: tagging only {plan.target[:12]}; older commits stay untagged"
+        )
+    elif len(plan.commits) > 1:
+        print(
+            f"backfilling {len(plan.commits)} untagged first-parent commits of {plan.branch} "
+            f"after {plan.after}, oldest first"
+        )
+    for commit in plan.commits:
+        if command is None:
+            verified = release.VERIFY_SKIPPED
+        else:
+            outcome = tags.verify(repo, commit, command)
+            if not outcome.ok:
+                # The check's own output goes to stderr: stdout stays one line per tag.
+                output = (
+                    outcome.output
+                    if outcome.output.endswith("\n") or not outcome.output
+                    else outcome.output + "\n"
+                )
+                sys.stderr.write(output)
+                print(
+                    f"{commit[:12]}: `{outcome.command_text}` failed (exit {outcome.returncode}) in its worktree; "
+                    f"not tagged, and no newer commit is; {tags.NO_VERIFY_HINT}",
+                    file=sys.stderr,
+                )
+                return ExitCode.FINDINGS
+            verified = f"passed: {outcome.command_text}"
+        record = release.record_for_commit(repo, commit, verified)
+        created = tags.create(repo, plan, commit, functools.partial(_message, record=record))
+        if created.adopted:
+            print(
+                f"{commit[:12]} was tagged {created.name} on {remote} by another run meanwhile; not tagged again"
+            )
+            continue
+        for name in created.lost:
+            print(f"{remote} got {name} first (another run, another commit); took the next number")
+        pushed = f", pushed to {created.pushed_to}" if created.pushed_to else ""
+        how = f"check {record.verify}" if record.verified else "NOT verified: --no-verify"
+        print(f"created {created.name} on {commit[:12]} ({how}){pushed}")
+    return ExitCode.OK
+
+
+def _message(name: str, *, record: release.Record) -> str:
+    return release.format_message(name, record)
+
+
+# --------------------------------------------------------------------------- history
+
+
+def _history(repo: Path, args: argparse.Namespace) -> int:
+    gate = release.age_gate(args.min_tag_age_hours, os.environ)
+    file = release.repo_path(repo, args.file)
+    found = release.history(release.read_tags(repo), file, args.services)
+    now = release.utcnow()
+    what = f"{file} {' '.join(found.services)}" if found.services else f"{file} (all services)"
+    print(f"{what}: {len(found.changes)} definitions in {found.tags_read} release tags, newest first")
+    print(f"age gate: MIN_TAG_AGE_HOURS={gate.hours} on the commit date; now {release.format_time(now)}")
+    rows = [("tag", "commit", "committed", "tagged", "deployable", "definition", "")]
+    for change in found.changes:
+        tag = change.tag
+        assert tag.record is not None
+        note = change.note if tag.record.verified else f"{change.note}; tagged with --no-verify"
+        tagged = release.format_time(tag.tag_time) if tag.tag_time else "-"
+        rows.append(
+            (
+                tag.name,
+                tag.short,
+                release.format_time(tag.commit_time),
+                tagged,
+                gate.describe(tag, now),
+                change.digest,
+                note,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    for tag in found.ignored:
+        print(f"note: {tag.name} ignored: {tag.problem}")
+    return ExitCode.OK
+
+
+# --------------------------------------------------------------------------- rollback
+
+
+def _rollback(repo: Path, args: argparse.Namespace) -> int:
+    from tierops.composebin import find_compose
+
+    gate = release.age_gate(args.min_tag_age_hours, os.environ)
+    file = release.repo_path(repo, args.file)
+    all_tags = release.read_tags(repo)
+    release.require_tags(all_tags)  # "no tags" before "no compose binary"
+    plan = rollback.plan_rollback(
+        repo,
+        all_tags,
+        file,
+        args.services,
+        from_tag=args.from_tag,
+        gate=gate,
+        now=release.utcnow(),
+        compose=find_compose(),
+    )
+    if args.format == "json":
+        print(json.dumps(_rollback_json(plan, gate), indent=2))
+    else:
+        for line in _rollback_text(plan, gate, explicit_from=args.from_tag is not None):
+            print(line)
+    return ExitCode.OK
+
+
+def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_from: bool) -> list[str]:
+    deployed, target = plan.deployed, plan.target
+    assert deployed.record is not None and target.record is not None
+    source = (
+        "--from"
+        if explicit_from
+        else "the newest release tag in this clone; --from TAG if the host runs another"
+    )
+    lines = [
+        f"rollback of {', '.join(plan.changed)} in {plan.file}",
+        f"  deployed:     {deployed.name} (commit {deployed.short}; {source})",
+        f"  roll back to: {target.name} (commit {target.short}, committed "
+        f"{release.format_time(target.commit_time)}, deployable since "
+        f"{release.format_time(gate.deployable_from(target))} under MIN_TAG_AGE_HOURS={gate.hours})",
+    ]
+    if plan.passed_over:
+        names = ", ".join(tag.name for tag in plan.passed_over)
+        lines.append(f"  passed over:  {names} (same definition as {deployed.name})")
+    for name in plan.changed:
+        before = deployed.record.digests[plan.file][name]
+        after = target.record.digests[plan.file][name]
+        lines.append(f"  {name}: definition {before} -> {after}")
+    for name in plan.unchanged:
+        lines.append(f"  {name}: same definition at {target.name}; not touched")
+    lines.append(f"  rendered {plan.file} at {target.name}: docker compose config ok ({plan.rendered_with})")
+    if not target.record.verified:
+        lines.append(f"  warning: {target.name} was tagged with --no-verify: its check never passed")
+    lines += [
+        "",
+        "steps, in order: one service at a time; send each dry_run call first and read its plan",
+    ]
+    for number, step in enumerate(plan.steps, start=1):
+        mode = "dry run" if step.call.dry_run else "for real"
+        lines += [
+            f"{number:>2}. [{mode}] {step.service}: {step.why}",
+            f"    {step.call.endpoint} {json.dumps(step.call.payload())}",
+            f"    $ {step.call.command()}",
+        ]
+    return lines
+
+
+def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, Any]:
+    def tag_json(tag: release.ReleaseTag) -> dict[str, Any]:
+        assert tag.record is not None
+        return {
+            "tag": tag.name,
+            "commit": tag.commit,
+            "committed": release.format_time(tag.commit_time),
+            "deployable_from": release.format_time(gate.deployable_from(tag)),
+            "verified": tag.record.verified,
+            "digests": {name: tag.record.digests[plan.file].get(name) for name in plan.services},
+        }
+
+    return {
+        "file": plan.file,
+        "services": list(plan.services),
+        "changed": list(plan.changed),
+        "unchanged": list(plan.unchanged),
+        "deployed": tag_json(plan.deployed),
+        "target": tag_json(plan.target),
+        "passed_over": [tag.name for tag in plan.passed_over],
+        "rendered_with": plan.rendered_with,
+        "steps": [
+            {
+                "service": step.service,
+                "why": step.why,
+                "endpoint": step.call.endpoint,
+                "payload": step.call.payload(),
+                "command": step.call.command(),
+            }
+            for step in plan.steps
+        ],
+    }

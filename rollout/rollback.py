@@ -1,0 +1,194 @@
+"""Roll services of one prod file back to their previous definition, one at a time.
+
+"Previous" means the newest release tag, older than the deployed one, at which the file
+defines those services differently: not merely the previous tag, which may carry the
+very same definition (a change to another file or another replica). The definitions
+come from the tags' records (rollout/release.py); the file at the chosen tag is then
+rendered with the real `docker compose config` and the dummy environment, so a
+rollback is never printed for a file compose would reject.
+
+The steps obey the orphan rule (SPEC 1): compose-manager's `up` kills services missing
+from the file with a short timeout, so each service is first taken `down` with the
+file that defines it now (the deployed tag), then brought `up` from the old tag. Every
+call is printed twice, `dry_run` first: read its plan before sending the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from rollout import git
+from rollout.release import AgeGate, ReleaseTag, find_tag, format_time, require_tags
+from rollout.steps import Action, ComposeCall
+from tierops.composebin import DUMMY_ENV, ComposeBinary, run_config
+from tierops.errors import RefusedError, UsageError
+
+EMERGENCY_HINT = "an emergency before then follows docs/releasing.md (Emergency path), never a lower gate"
+
+
+@dataclass(frozen=True)
+class Step:
+    service: str
+    call: ComposeCall
+    why: str
+
+
+@dataclass(frozen=True)
+class Rollback:
+    file: str
+    services: tuple[str, ...]
+    deployed: ReleaseTag
+    target: ReleaseTag
+    changed: tuple[str, ...]  # services whose definition differs at the target
+    unchanged: tuple[str, ...]  # services the target defines identically: not touched
+    passed_over: tuple[ReleaseTag, ...]  # newer tags with the deployed definition
+    rendered_with: str
+    steps: tuple[Step, ...]
+
+
+def choose_target(
+    tags: Sequence[ReleaseTag], file: str, services: Sequence[str], deployed: ReleaseTag
+) -> tuple[ReleaseTag, tuple[ReleaseTag, ...]]:
+    """The newest tag older than `deployed` whose definition of `services` differs."""
+    assert deployed.record is not None
+    current = deployed.record.definition(file, services)
+    passed_over: list[ReleaseTag] = []
+    for tag in reversed(tags):
+        # A tag without a record (lightweight, foreign) says nothing about definitions.
+        if tag.number >= deployed.number or tag.record is None:
+            continue
+        if tag.record.definition(file, services) != current:
+            return tag, tuple(passed_over)
+        passed_over.append(tag)
+    oldest = passed_over[-1].name if passed_over else deployed.name
+    raise RefusedError(
+        f"no release tag older than {deployed.name} defines {', '.join(services)} in {file} "
+        f"differently (read back to {oldest}): there is nothing to roll back to"
+    )
+
+
+def plan_rollback(
+    repo: Path,
+    tags: Sequence[ReleaseTag],
+    file: str,
+    services: Sequence[str],
+    *,
+    from_tag: str | None,
+    gate: AgeGate,
+    now: datetime,
+    compose: ComposeBinary | None,
+) -> Rollback:
+    """Choose, check and render the rollback; RefusedError/UsageError say why not.
+
+    `compose` None skips rendering (only for callers that render themselves)."""
+    usable = require_tags(tags)
+    wanted = tuple(dict.fromkeys(services))
+    deployed = find_tag(tags, from_tag) if from_tag else usable[-1]
+    assert deployed.record is not None
+    if from_tag is None and not gate.deployable(deployed, now):
+        # compose-manager refuses that tag, so no host runs it: the host runs an older
+        # one, and a rollback computed from the newest tag would start from the wrong file.
+        raise RefusedError(
+            f"the newest release tag {deployed.name} is not deployable until "
+            f"{format_time(gate.deployable_from(deployed))} (MIN_TAG_AGE_HOURS={gate.hours}), so no host "
+            "runs it under the gate",
+            hint="pass --from TAG with the tag the host runs (compose-manager shows it)",
+        )
+    at_deployed = deployed.record.digests.get(file)
+    if at_deployed is None:
+        raise UsageError(
+            f"{file} does not exist at {deployed.name}",
+            hint=f"files at {deployed.name}: {', '.join(sorted(deployed.record.digests)) or 'none'}",
+        )
+    missing = [name for name in wanted if name not in at_deployed]
+    if missing:
+        raise UsageError(
+            f"{file} at {deployed.name} has no service {', '.join(missing)}",
+            hint=f"its services: {', '.join(sorted(at_deployed))}",
+        )
+
+    target, passed_over = choose_target(usable, file, wanted, deployed)
+    assert target.record is not None
+    at_target = target.record.digests.get(file, {})
+    absent = [name for name in wanted if name not in at_target]
+    if absent:
+        what = f"has no service {', '.join(absent)}" if at_target else "does not exist"
+        raise RefusedError(
+            f"the previous definition is at {target.name}, where {file} {what}: "
+            "rolling back would remove it, not restore it; roll it back by hand or pick --from"
+        )
+    orphans = sorted(set(at_deployed) - set(at_target))
+    if orphans:
+        # `up` removes orphans (SPEC 1): bringing up the old file would kill these with
+        # a short timeout instead of their grace period.
+        raise RefusedError(
+            f"{file} at {target.name} lacks {', '.join(orphans)}, which {deployed.name} defines: "
+            f"compose/up from {target.name} would remove {'them' if len(orphans) > 1 else 'it'} as orphans",
+            hint="roll back by hand with the orphan rule in mind, or fix forward",
+        )
+    if not gate.deployable(target, now):
+        raise RefusedError(
+            f"{target.name} (commit {target.short}, committed {format_time(target.commit_time)}) "
+            f"is not deployable until {format_time(gate.deployable_from(target))} "
+            f"(MIN_TAG_AGE_HOURS={gate.hours}, measured on the commit date)",
+            hint=EMERGENCY_HINT,
+        )
+
+    # A service the old tag defines identically is left alone: recreating an engine for
+    # nothing costs a model load (15 minutes and more) with one replica serving.
+    changed = tuple(name for name in wanted if at_target[name] != at_deployed[name])
+    unchanged = tuple(name for name in wanted if name not in changed)
+    rendered_with = render_at(repo, target, file, changed, compose) if compose else "not rendered"
+
+    steps: list[Step] = []
+    for name in changed:
+        down = "take it down with the file that defines it now (orphan rule)"
+        up = f"bring it up from {target.name}; wait until it is healthy before the next service"
+        for dry_run in (True, False):
+            call = ComposeCall(Action.DOWN, deployed.name, file, (name,), dry_run)
+            steps.append(Step(name, call, down))
+        for dry_run in (True, False):
+            call = ComposeCall(Action.UP, target.name, file, (name,), dry_run)
+            steps.append(Step(name, call, up))
+    return Rollback(
+        file, wanted, deployed, target, changed, unchanged, passed_over, rendered_with, tuple(steps)
+    )
+
+
+def render_at(repo: Path, tag: ReleaseTag, file: str, services: Sequence[str], compose: ComposeBinary) -> str:
+    """`docker compose config` of `file` at `tag`, scoped to `services` (which also
+    activates their profiles, as compose-manager's scoped `up` does). Uses the tag's own
+    ci/dummy.env when it has one: the file and its dummies were checked together."""
+    data = git.show(repo, tag.commit, file)
+    if data is None:
+        raise RefusedError(f"{file} cannot be read at {tag.name} ({tag.short})")
+    dummies = git.show(repo, tag.commit, "ci/dummy.env")
+    with tempfile.TemporaryDirectory(prefix="tierops-rollback-") as tmp:
+        path = Path(tmp) / file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        env_file = DUMMY_ENV
+        if dummies is not None:
+            env_file = Path(tmp) / "ci" / "dummy.env"
+            env_file.parent.mkdir(parents=True, exist_ok=True)
+            env_file.write_bytes(dummies)
+        result = run_config(compose, path, env_file=env_file, extra_args=("--format", "json", *services))
+    if not result.ok:
+        raise RefusedError(
+            f"{file} at {tag.name} does not render with docker compose config: {result.error_line()}",
+            hint="that tag is not a safe rollback point; choose another with --from or fix forward",
+        )
+    try:
+        rendered = set(json.loads(result.stdout).get("services") or {})
+    except (ValueError, AttributeError):
+        raise RefusedError(f"docker compose config printed no JSON for {file} at {tag.name}") from None
+    lost = [name for name in services if name not in rendered]
+    if lost:
+        raise RefusedError(f"docker compose config of {file} at {tag.name} has no service {', '.join(lost)}")
+    env_name = "its ci/dummy.env" if dummies is not None else f"{DUMMY_ENV.name} of this checkout"
+    return f"{compose.origin} with {env_name}"

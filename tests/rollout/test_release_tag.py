@@ -1,0 +1,541 @@
+"""`python -m rollout release tag`: numbering, backfill, refusals, verification, races.
+
+Real git throughout: a bare origin and two clones in tmp_path (release_world.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from rollout import release, tags
+from rollout.cli import main
+from tests.rollout.release_world import (
+    CHECK,
+    LONG,
+    R1,
+    R2,
+    ROOT,
+    T0,
+    World,
+    days,
+    git,
+    isolate_git,
+    make_world,
+    set_flag,
+    tagged_commits,
+)
+from tierops.errors import RefusedError
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    isolate_git(monkeypatch, tmp_path)
+    return make_world(tmp_path)
+
+
+def tag(repo: Path, *args: str) -> int:
+    return main(["release", "tag", "--repo", str(repo), *args])
+
+
+def first_release(world: World, capsys: pytest.CaptureFixture[str]) -> str:
+    """v0.0.1 on the base commit, pushed; returns the base commit."""
+    assert tag(world.a, "--push") == 0
+    capsys.readouterr()
+    return git(world.a, "rev-parse", "HEAD")
+
+
+def assert_unchanged(world: World, before: dict[str, str], *clones: Path) -> None:
+    """Nothing created or moved on origin or in the clones, no worktree left behind."""
+    assert world.remote_tags() == before
+    for clone in clones:
+        assert world.local_tags(clone) == {k: v for k, v in before.items() if k in world.local_tags(clone)}
+        assert len(git(clone, "worktree", "list").splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- tagging
+
+
+def test_first_release_tags_only_the_requested_commit_and_pushes_it(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = git(world.a, "rev-parse", "HEAD")
+    head = world.commit(
+        world.a, "r2: 24 running requests", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24")
+    )
+
+    assert tag(world.a, "--push") == 0
+
+    assert capsys.readouterr().out == (
+        f"no release tag on main yet: tagging only {head[:12]}; older commits stay untagged\n"
+        f"created v0.0.1 on {head[:12]} (check passed: {CHECK}), pushed to origin\n"
+    )
+    assert tagged_commits(world.origin) == {"v0.0.1": head}
+    assert world.local_tags(world.a) == world.remote_tags()
+    assert base not in tagged_commits(world.a).values()
+
+
+def test_the_tag_message_records_the_commit_the_check_and_every_service_digest(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = first_release(world, capsys)
+
+    message = git(world.a, "cat-file", "-p", "v0.0.1").split("\n\n", 1)[1]
+    record = release.parse_message(message)
+
+    assert record == release.record_for_commit(world.a, head, f"passed: {CHECK}")
+    assert record is not None and record.commit == head and record.verified
+    assert sorted(record.digests) == ["prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml", LONG]
+    assert len(record.digests[LONG]) == 8
+    assert git(world.a, "cat-file", "-t", "v0.0.1") == "tag"  # annotated
+
+
+def test_three_untagged_commits_are_backfilled_oldest_first(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = first_release(world, capsys)
+    c2 = world.commit(world.a, "r2 24", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    c3 = world.commit(world.a, "r1 24", T0 + days(2), edit=set_flag(R1, "--max-running-requests", "24"))
+    c4 = world.commit(world.a, "r2 16", T0 + days(3), edit=set_flag(R2, "--max-running-requests", "16"))
+
+    assert tag(world.a, "--push") == 0
+
+    assert capsys.readouterr().out == (
+        "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
+        f"created v0.0.2 on {c2[:12]} (check passed: {CHECK}), pushed to origin\n"
+        f"created v0.0.3 on {c3[:12]} (check passed: {CHECK}), pushed to origin\n"
+        f"created v0.0.4 on {c4[:12]} (check passed: {CHECK}), pushed to origin\n"
+    )
+    assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": c2, "v0.0.3": c3, "v0.0.4": c4}
+
+
+def test_rerunning_on_a_tagged_commit_says_so_and_changes_nothing(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = first_release(world, capsys)
+    before = world.remote_tags()
+
+    assert tag(world.a, "--push") == 0
+    assert tag(world.b, "--remote", "origin") == 0  # b has no local tag: it reads origin's
+
+    assert capsys.readouterr().out == (
+        f"{head[:12]} is already tagged v0.0.1; nothing to do\n{head[:12]} is already tagged v0.0.1; nothing to do\n"
+    )
+    assert_unchanged(world, before, world.a, world.b)
+    assert world.local_tags(world.b) == {}
+
+
+def test_numbers_are_ordered_numerically_so_v0_0_9_is_followed_by_v0_0_10_and_v0_0_11(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = git(world.a, "rev-parse", "HEAD")
+    git(world.a, "tag", "v0.0.8", base)  # an old lightweight tag: numbered, never a record
+    git(world.a, "push", "-q", "origin", "v0.0.8")
+    c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
+    assert tag(world.a, "--push") == 0
+    c2 = world.commit(world.a, "two", T0 + days(2), extra={"notes/2": "2\n"})
+    c3 = world.commit(world.a, "three", T0 + days(3), extra={"notes/3": "3\n"})
+    assert tag(world.a, "--push") == 0
+
+    assert tagged_commits(world.origin) == {"v0.0.8": base, "v0.0.9": c1, "v0.0.10": c2, "v0.0.11": c3}
+    assert [t.name for t in release.read_tags(world.a)] == ["v0.0.8", "v0.0.9", "v0.0.10", "v0.0.11"]
+    assert "created v0.0.11" in capsys.readouterr().out
+
+
+def test_without_a_remote_tags_are_made_locally_only(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = git(world.a, "rev-parse", "HEAD")
+
+    assert tag(world.a) == 0
+
+    assert tagged_commits(world.a) == {"v0.0.1": head}
+    assert world.remote_tags() == {}
+    assert "pushed" not in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def refused(capsys: pytest.CaptureFixture[str], code: int) -> str:
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1, captured.err
+    assert "Traceback" not in captured.err
+    return captured.err.strip()
+
+
+def test_a_dirty_working_tree_is_refused(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    first_release(world, capsys)
+    world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
+    before = world.remote_tags()
+    (world.a / LONG).write_text("services: {}\n", encoding="utf-8")
+
+    message = refused(capsys, tag(world.a, "--push"))
+
+    assert message == (
+        f"{world.a}: the working tree has uncommitted or untracked changes; commit or stash them first "
+        "(`git status`); release tags mark commits, never a working tree"
+    )
+    assert_unchanged(world, before, world.a)
+
+
+def test_an_untracked_file_makes_the_tree_dirty_too(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    (world.a / "stray.txt").write_text("x\n", encoding="utf-8")
+
+    assert "uncommitted or untracked" in refused(capsys, tag(world.a))
+    assert world.local_tags(world.a) == {}
+
+
+def test_a_commit_off_the_first_parent_history_of_main_is_refused(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_release(world, capsys)
+    git(world.a, "switch", "-q", "-c", "feature")
+    side = world.commit(world.a, "feature work", T0 + days(1), extra={"notes/f": "f\n"}, push=False)
+    git(world.a, "switch", "-q", "main")
+    git(world.a, "merge", "-q", "--no-ff", "-m", "merge feature", "feature", when=T0 + days(2))
+    git(world.a, "push", "-q", "origin", "main")
+    before = world.remote_tags()
+
+    message = refused(capsys, tag(world.a, "--commit", "feature", "--push"))
+
+    assert message == (
+        f"feature ({side[:12]}) is not on the first-parent history of main; release tags mark merges to "
+        "main: pick a commit from `git log --first-parent main`"
+    )
+    assert_unchanged(world, before, world.a)
+
+
+def test_a_commit_not_yet_on_the_remotes_main_is_refused(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_release(world, capsys)
+    local = world.commit(world.a, "not pushed", T0 + days(1), extra={"notes/l": "l\n"}, push=False)
+    before = world.remote_tags()
+
+    message = refused(capsys, tag(world.a, "--remote", "origin"))
+
+    assert message == (
+        f"HEAD ({local[:12]}) is not on origin's main yet; push main first (`git push origin main`): "
+        "a release must exist where hosts fetch it"
+    )
+    assert_unchanged(world, before, world.a)
+
+
+def test_a_remote_ahead_of_the_clone_is_fetched_to_test_ancestry(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_release(world, capsys)
+    git(world.b, "pull", "-q", "--ff-only")
+    world.commit(world.b, "b is ahead", T0 + days(1), extra={"notes/b": "b\n"})
+    mine = world.commit(world.a, "a diverged", T0 + days(2), extra={"notes/a": "a\n"}, push=False)
+
+    message = refused(capsys, tag(world.a, "--remote", "origin"))
+
+    assert message.startswith(f"HEAD ({mine[:12]}) is not on origin's main yet")
+
+
+def test_a_tag_name_that_exists_on_the_remote_for_another_commit_is_refused(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # b tagged its own, never pushed commit v0.0.1 locally; a then released origin's.
+    git(world.b, "commit", "-q", "--allow-empty", "-m", "b only", when=T0 + days(1))
+    assert tag(world.b) == 0
+    git(world.b, "reset", "-q", "--hard", "origin/main")
+    head = first_release(world, capsys)
+    capsys.readouterr()
+    before, before_b = world.remote_tags(), world.local_tags(world.b)
+
+    message = refused(capsys, tag(world.b, "--remote", "origin"))
+
+    b_commit = tagged_commits(world.b)["v0.0.1"]
+    assert message == (
+        f"tag v0.0.1 is {b_commit[:12]} here but {head[:12]} on origin; tags never move: find out which is "
+        "right before tagging again; this command changes neither"
+    )
+    assert world.remote_tags() == before and world.local_tags(world.b) == before_b
+
+
+def test_pushing_while_a_local_tag_is_missing_on_the_remote_is_refused(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert tag(world.a) == 0  # local only
+    world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
+    capsys.readouterr()
+    before = world.local_tags(world.a)
+
+    message = refused(capsys, tag(world.a, "--push"))
+
+    assert message == (
+        "local tag v0.0.1 is not on origin; push it first (`git push origin refs/tags/v0.0.1`), "
+        "so both sides number releases the same way"
+    )
+    assert world.remote_tags() == {} and world.local_tags(world.a) == before
+
+
+def test_an_older_commit_than_a_tagged_one_stays_untagged(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = git(world.a, "rev-parse", "HEAD")
+    world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
+    assert tag(world.a, "--push") == 0  # first release: only HEAD
+    capsys.readouterr()
+    before = world.remote_tags()
+
+    message = refused(capsys, tag(world.a, "--commit", old, "--push"))
+
+    assert "is older than" in message and "already tagged v0.0.1" in message
+    assert message.startswith(old[:12])
+    assert_unchanged(world, before, world.a)
+
+
+def test_an_existing_tag_name_is_never_overwritten_locally_or_on_the_remote(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_release(world, capsys)
+    head = world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
+    before_local, before_remote = world.local_tags(world.a), world.remote_tags()
+    obj = tags.make_tag_object(world.a, head, "v0.0.1", "an impostor\n")
+
+    with pytest.raises(RefusedError, match=r"cannot create tag v0\.0\.1"):
+        tags.create_ref(world.a, "v0.0.1", obj, pushed_to=None)
+    assert tags.push_ref(world.a, "origin", obj, "v0.0.1") == "taken"
+
+    assert world.local_tags(world.a) == before_local
+    assert world.remote_tags() == before_remote
+
+
+def test_an_unknown_commit_and_a_missing_branch_are_usage_errors(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert refused(capsys, tag(world.a, "--commit", "nope")).startswith("unknown git ref 'nope'")
+    assert refused(capsys, tag(world.a, "--branch", "release")).startswith("no local branch 'release'")
+    assert world.local_tags(world.a) == {}
+
+
+# --------------------------------------------------------------------------- verification
+
+
+def test_a_failing_check_stops_the_backfill_at_that_commit_and_exits_1(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_release(world, capsys)
+    good = world.commit(world.a, "good", T0 + days(1), extra={"notes/1": "1\n"})
+    bad = world.commit(world.a, "bad", T0 + days(2), extra={"BROKEN": "x\n"})
+    world.commit(world.a, "fixed", T0 + days(3), extra={"notes/3": "3\n"})
+
+    assert tag(world.a, "--push") == 1
+
+    captured = capsys.readouterr()
+    assert captured.out == (
+        "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
+        f"created v0.0.2 on {good[:12]} (check passed: {CHECK}), pushed to origin\n"
+    )
+    assert captured.err == (
+        "BROKEN is committed\n"
+        f"{bad[:12]}: `{CHECK}` failed (exit 1) in its worktree; not tagged, and no newer commit is; "
+        "fix main, or tag it anyway with --no-verify (the tag message then says so)\n"
+    )
+    assert sorted(tagged_commits(world.origin)) == ["v0.0.1", "v0.0.2"]
+    assert len(git(world.a, "worktree", "list").splitlines()) == 1
+
+
+def test_no_verify_tags_a_failing_commit_and_the_tag_message_says_so(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_release(world, capsys)
+    bad = world.commit(world.a, "bad", T0 + days(2), extra={"BROKEN": "x\n"})
+
+    assert tag(world.a, "--push", "--no-verify") == 0
+
+    assert (
+        capsys.readouterr().out
+        == f"created v0.0.2 on {bad[:12]} (NOT verified: --no-verify), pushed to origin\n"
+    )
+    assert "verify: skipped (--no-verify)" in git(world.a, "cat-file", "-p", "v0.0.2")
+    assert release.read_tags(world.a)[-1].record.verified is False  # type: ignore[union-attr]
+
+
+def test_the_check_runs_at_the_commit_being_tagged_not_in_the_working_tree(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_release(world, capsys)
+    world.commit(world.a, "bad", T0 + days(1), extra={"BROKEN": "x\n"})
+    git(world.a, "rm", "-q", "BROKEN")
+    world.commit(world.a, "fixed", T0 + days(2))
+
+    # HEAD is fine, but the commit before it is not: the worktree shows that.
+    assert tag(world.a, "--push") == 1
+    assert "BROKEN is committed" in capsys.readouterr().err
+
+
+def test_a_missing_verify_command_is_a_usage_error(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    message = refused(capsys, tag(world.a, "--verify-command", "no-such-checker --all"))
+
+    assert message.startswith("verify command 'no-such-checker' not found on PATH")
+    assert world.local_tags(world.a) == {}
+
+
+# --------------------------------------------------------------------------- races
+
+
+def _hook(repo: Path, body: str) -> None:
+    hook = repo / ".git" / "hooks" / "pre-push"
+    hook.write_text(
+        "#!/bin/sh\n"
+        "# runs between `rollout release tag`'s read of origin's tags and its push\n"
+        "unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX GIT_OBJECT_DIRECTORY\n" + body,
+        encoding="utf-8",
+    )
+    hook.chmod(0o755)
+
+
+def test_a_run_that_loses_the_race_for_its_own_commit_does_not_tag_it_again(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = first_release(world, capsys)
+    c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
+    git(world.b, "pull", "-q", "--ff-only")
+    c2 = world.commit(world.b, "two", T0 + days(2), extra={"notes/2": "2\n"})
+    # While a pushes its tag for c1, b runs the whole release (c1 and c2) to the end.
+    _hook(
+        world.a,
+        f'if [ ! -e "{world.a}/.git/raced" ]; then\n'
+        f'  touch "{world.a}/.git/raced"\n'
+        f'  cd "{world.b}" && PYTHONPATH="{ROOT}" "{sys.executable}" -m rollout release tag --push '
+        f'> "{world.a}/.git/b.log" 2>&1\n'
+        "fi\ncat > /dev/null\n",
+    )
+
+    assert tag(world.a, "--push") == 0
+
+    assert capsys.readouterr().out == (
+        f"{c1[:12]} was tagged v0.0.2 on origin by another run meanwhile; not tagged again\n"
+    )
+    assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": c1, "v0.0.3": c2}
+    assert (world.a / ".git" / "b.log").read_text(encoding="utf-8").count("created") == 2
+    # the winner's tag objects are the ones on origin: nothing was moved
+    for name, obj in world.local_tags(world.b).items():
+        assert world.remote_tags()[name] == obj
+
+
+def test_a_run_that_loses_its_number_to_another_commit_takes_the_next_one(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = first_release(world, capsys)
+    c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
+    # b releases from another branch (say a release branch cut from the base commit).
+    git(world.b, "switch", "-q", "-c", "hotfix")
+    side = world.commit(world.b, "hotfix", T0 + days(1), extra={"notes/h": "h\n"}, push=False)
+    git(world.b, "push", "-q", "origin", "hotfix")
+    git(world.b, "fetch", "-q", "--tags")
+    _hook(
+        world.a,
+        f'if [ ! -e "{world.a}/.git/raced" ]; then\n'
+        f'  touch "{world.a}/.git/raced"\n'
+        f'  cd "{world.b}" && PYTHONPATH="{ROOT}" "{sys.executable}" -m rollout release tag --branch hotfix '
+        f'--remote origin --push > "{world.a}/.git/b.log" 2>&1\n'
+        "fi\ncat > /dev/null\n",
+    )
+
+    assert tag(world.a, "--push") == 0
+
+    assert capsys.readouterr().out == (
+        "origin got v0.0.2 first (another run, another commit); took the next number\n"
+        f"created v0.0.3 on {c1[:12]} (check passed: {CHECK}), pushed to origin\n"
+    )
+    assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": side, "v0.0.3": c1}
+    assert world.local_tags(world.b)["v0.0.2"] == world.remote_tags()["v0.0.2"]
+
+
+def test_losing_every_race_gives_up_after_a_bounded_number_of_attempts(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_release(world, capsys)
+    c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
+    git(world.b, "switch", "-q", "-c", "elsewhere")
+    side = world.commit(world.b, "elsewhere", T0 + days(1), extra={"notes/e": "e\n"}, push=False)
+    git(world.b, "push", "-q", "origin", "elsewhere")
+    # Every push of a: someone else pushes that very name first (on another commit).
+    _hook(
+        world.a,
+        "while read local_ref local_sha remote_ref remote_sha; do\n"
+        f'  git -C "{world.b}" push -q origin {side}:"$remote_ref"\n'
+        "done\n",
+    )
+    before_local = world.local_tags(world.a)
+
+    message = refused(capsys, tag(world.a, "--push"))
+
+    assert message == (
+        f"gave up on {c1[:12]} after {tags.MAX_ATTEMPTS} attempts: origin took v0.0.2, v0.0.3, v0.0.4, "
+        "v0.0.5, v0.0.6 first each time; another run is tagging right now; rerun this command when it has finished"
+    )
+    assert world.local_tags(world.a) == before_local
+    assert c1 not in tagged_commits(world.origin).values()
+
+
+def test_two_clones_tagging_at_once_end_with_distinct_numbers_and_no_moved_tag(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = first_release(world, capsys)
+    c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
+    c2 = world.commit(world.a, "two", T0 + days(2), extra={"notes/2": "2\n"})
+    git(world.b, "pull", "-q", "--ff-only")
+    git(world.b, "fetch", "-q", "--tags")
+    codes: dict[str, int] = {}
+    start = threading.Barrier(2)
+
+    def run(name: str, repo: Path) -> None:
+        start.wait()
+        codes[name] = tag(repo, "--push", "--no-verify")
+
+    threads = [
+        threading.Thread(target=run, args=(name, repo)) for name, repo in (("a", world.a), ("b", world.b))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert codes == {"a": 0, "b": 0}
+    out = capsys.readouterr().out
+    assert (out.count("created v0.0.2 "), out.count("created v0.0.3 ")) == (1, 1), out
+    assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": c1, "v0.0.3": c2}
+    remote = world.remote_tags()
+    for clone in (world.a, world.b):
+        for name, obj in world.local_tags(clone).items():
+            assert remote[name] == obj, f"{name} differs between {clone.name} and origin"
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def test_every_release_help_shows_the_exit_codes_and_what_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    for action in ("tag", "history", "rollback"):
+        assert main(["release", action, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "exit codes:\n  0  clean\n" in out
+        assert "  3  internal error" in out
+        if action == "tag":
+            assert "$TIEROPS_RELEASE_VERIFY" in out and "`nox -s check`" in out
+
+
+def test_python_m_rollout_release_tag_runs_as_a_module(world: World) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "rollout", "release", "tag", "--repo", str(world.a), "--remote", "origin"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+
+    assert proc.returncode == 0, proc.stderr
+    head = git(world.a, "rev-parse", "HEAD")
+    assert proc.stdout.endswith(f"created v0.0.1 on {head[:12]} (check passed: {CHECK})\n")
