@@ -13,10 +13,15 @@ import traceback
 from collections.abc import Sequence
 from types import ModuleType
 
+from rollout.commands import diff as diff_command
+from rollout.commands import plan as plan_command
 from tierops.errors import TieropsError
 from tierops.exitcodes import ExitCode, epilog
 
-COMMANDS: dict[str, ModuleType] = {}
+COMMANDS: dict[str, ModuleType] = {
+    diff_command.NAME: diff_command,
+    plan_command.NAME: plan_command,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
