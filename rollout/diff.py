@@ -212,18 +212,21 @@ def _whole(aspect: Aspect, path: tuple[Key, ...], subject: str, before: Any, aft
     return [Change(aspect, Op.CHANGED, path, subject, old=before, new=after)]
 
 
-def align(before: Sequence[Any], after: Sequence[Any]) -> tuple[list[int], list[int]]:
-    """Base indices removed and head indices added by a longest-matching alignment."""
+def align(before: Sequence[Any], after: Sequence[Any]) -> list[tuple[str, int]]:
+    """The edits of a longest-matching alignment, in reading order.
+
+    `("-", i)` removes base item i, `("+", j)` adds head item j; within one replaced
+    block the removals come first, as in a unified diff.
+    """
     a = [_hashable(item) for item in before]
     b = [_hashable(item) for item in after]
-    removed: list[int] = []
-    added: list[int] = []
+    edits: list[tuple[str, int]] = []
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
-            removed += range(i1, i2)
-            added += range(j1, j2)
-    return removed, added
+            edits += [("-", index) for index in range(i1, i2)]
+            edits += [("+", index) for index in range(j1, j2)]
+    return edits
 
 
 def _hashable(item: Any) -> Any:
@@ -247,52 +250,42 @@ def _argv_changes(aspect: Aspect, path: tuple[Key, ...], before: Any, after: Any
         )
     old_args: list[dict[str, Any]] = before["args"]
     new_args: list[dict[str, Any]] = after["args"]
-    removed, added = align(old_args, new_args)
+    edits = align(old_args, new_args)
     # Pair a removed and an added occurrence of the same flag: "value changed" (or
-    # "moved" when the value is equal), read in order for repeated flags.
+    # "moved" when the value is equal), in order for repeated flags.
     waiting: dict[str, deque[int]] = {}
-    for index in removed:
-        flag = old_args[index].get("flag")
+    for kind, index in edits:
+        flag = old_args[index].get("flag") if kind == "-" else None
         if flag is not None:
             waiting.setdefault(flag, deque()).append(index)
-    pairs: dict[int, int] = {}
-    for index in added:
-        flag = new_args[index].get("flag")
+    pairs: dict[int, int] = {}  # head index -> base index
+    for kind, index in edits:
+        flag = new_args[index].get("flag") if kind == "+" else None
         if flag is not None and waiting.get(flag):
-            pairs[waiting[flag].popleft()] = index
-    events: list[tuple[int, int, Change]] = []
+            pairs[index] = waiting[flag].popleft()
+    paired_bases = set(pairs.values())
     args_path = (*path, "args")
-    for index in removed:
-        subject = _flag_subject(old_args, index)
-        if index in pairs:
-            target = pairs[index]
-            change = Change(
-                aspect,
-                Op.CHANGED,
-                (*args_path, index),
-                subject,
-                old=old_args[index],
-                new=new_args[target],
-                head_index=target,
+    for kind, index in edits:
+        if kind == "-" and index not in paired_bases:
+            subject = _flag_subject(old_args, index)
+            changes.append(Change(aspect, Op.REMOVED, (*args_path, index), subject, old=old_args[index]))
+        elif kind == "+" and index in pairs:  # reported where it lands in the head
+            base = pairs[index]
+            changes.append(
+                Change(
+                    aspect,
+                    Op.CHANGED,
+                    (*args_path, base),
+                    _flag_subject(old_args, base),
+                    old=old_args[base],
+                    new=new_args[index],
+                    head_index=index,
+                )
             )
-            events.append((target, 1, change))
-        else:
-            change = Change(aspect, Op.REMOVED, (*args_path, index), subject, old=old_args[index])
-            events.append((_head_position(index, removed, added), 0, change))
-    paired_heads = set(pairs.values())
-    for index in added:
-        if index not in paired_heads:
+        elif kind == "+":
             subject = _flag_subject(new_args, index)
-            events.append(
-                (index, 2, Change(aspect, Op.ADDED, (*args_path, index), subject, new=new_args[index]))
-            )
-    events.sort(key=lambda event: (event[0], event[1]))
-    return changes + [change for _, _, change in events]
-
-
-def _head_position(index: int, removed: list[int], added: list[int]) -> int:
-    # Where a removed base item would sit in the head, for reading order only.
-    return index - sum(1 for other in removed if other < index) + sum(1 for other in added if other <= index)
+            changes.append(Change(aspect, Op.ADDED, (*args_path, index), subject, new=new_args[index]))
+    return changes
 
 
 def _flag_subject(args: Sequence[Mapping[str, Any]], index: int) -> str:
@@ -330,10 +323,12 @@ def _sequence_changes(
 ) -> list[Change]:
     if not (isinstance(before, list) and isinstance(after, list)):
         return _whole(aspect, path, str(path[-1]), before, after)
-    removed, added = align(before, after)
-    changes = [Change(aspect, Op.REMOVED, (*path, index), noun, old=before[index]) for index in removed]
-    changes += [Change(aspect, Op.ADDED, (*path, index), noun, new=after[index]) for index in added]
-    return changes
+    return [
+        Change(aspect, Op.REMOVED, (*path, index), noun, old=before[index])
+        if kind == "-"
+        else Change(aspect, Op.ADDED, (*path, index), noun, new=after[index])
+        for kind, index in align(before, after)
+    ]
 
 
 def _devices(deploy: Any) -> list[Any] | None:

@@ -31,7 +31,6 @@ from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceC
 _SECRET_WORDS = frozenset(
     {
         "token",
-        "tokens",
         "secret",
         "password",
         "passwd",
@@ -115,8 +114,8 @@ def mask_value(value: Any, key: Key | None = None) -> Any:  # noqa: PLR0911 (one
         return {name: mask_value(item, name) for name, item in value.items()}
     if isinstance(value, list):
         return [mask_value(item, key) for item in value]
-    if value is None or isinstance(value, bool):
-        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value  # YAML numbers and booleans: counts and switches, not secrets
     if secret_key(key):
         text = str(value)
         if isinstance(value, str) and _only_references(text):
