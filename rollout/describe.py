@@ -17,6 +17,7 @@ from typing import Any
 from rollout.changes import ABSENT, Aspect, Change, Op
 
 _BARE = re.compile(r"^[^\s\"'`]+$")
+_FINGERPRINT = re.compile(r"^<secret sha256:[0-9a-f]{8}>$")  # masking.fingerprint(): shown bare
 
 
 def show(value: Any, key: Any = None) -> str:  # noqa: PLR0911 (one return per type)
@@ -32,7 +33,9 @@ def show(value: Any, key: Any = None) -> str:  # noqa: PLR0911 (one return per t
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str):
-        return value if _BARE.match(value) else json.dumps(value, ensure_ascii=False)
+        if _BARE.match(value) or _FINGERPRINT.match(value):
+            return value
+        return json.dumps(value, ensure_ascii=False)
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
@@ -205,6 +208,12 @@ def _config(change: Change) -> str:
     if len(change.path) == 2:
         noun = str(change.path[0]).removesuffix("s")
         return f"+ {noun} {name}" if change.op is Op.ADDED else f"- {noun} {name}"
+    if len(change.path) > 2 and change.path[-2] == "scrape_configs":  # a whole scrape job
+        job = change.path[-1]
+        if change.op is Op.ADDED:
+            return f"scrape job {job}: + job {show(change.new)}"
+        if change.op is Op.REMOVED:
+            return f"scrape job {job}: - job {show(change.old)}"
     if change.unified:
         added = sum(1 for line in change.unified if line.startswith("+"))
         removed = sum(1 for line in change.unified if line.startswith("-"))

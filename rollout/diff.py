@@ -383,7 +383,7 @@ def deep_changes(
     if same(before, after):
         return []
     relative = _deepdiff(before, after)
-    if relative is not None:
+    if relative is not None and not _cascades(relative):
         changes = [
             Change(
                 _aspect_at(aspect, (*path, *rel)),
@@ -428,12 +428,51 @@ def _deepdiff(before: Any, after: Any) -> list[tuple[Op, tuple[Key, ...], Any, A
                 result.append((Op.REMOVED, rel, plain(level.t1), ABSENT))
             else:  # moves, set items, attributes: replay as one whole-value change
                 return None
-    result.sort(key=lambda item: _path_key(item[1]))
+    result.sort(key=lambda item: _path_key(item[1], before, after))
     return result
 
 
-def _path_key(path: tuple[Key, ...]) -> tuple[tuple[int, str, int], ...]:
-    return tuple((0, "", key) if isinstance(key, int) else (1, str(key), 0) for key in path)
+def _cascades(relative: list[tuple[Op, tuple[Key, ...], Any, Any]]) -> bool:
+    """Whether DeepDiff paired list items by position after an insertion or removal.
+
+    It then reports `extra[1].a: 3 -> 1` for an item that merely moved: true of the
+    positions, misleading to a reader. Such a list is reported as one whole change.
+    """
+    resized = {
+        rel[:-1] for op, rel, _, _ in relative if rel and isinstance(rel[-1], int) and op is not Op.CHANGED
+    }
+    for _, rel, _, _ in relative:
+        for depth in range(len(rel) - 1):
+            if isinstance(rel[depth], int) and rel[:depth] in resized:
+                return True
+    return False
+
+
+def _path_key(path: tuple[Key, ...], before: Any, after: Any) -> tuple[int, ...]:
+    """Reading order of a path: the position of each key in the head (else the base)."""
+    positions: list[int] = []
+    old, new = before, after
+    for key in path:
+        if isinstance(key, int):
+            positions.append(key)
+        else:
+            new_keys = list(new) if isinstance(new, dict) else []
+            old_keys = list(old) if isinstance(old, dict) else []
+            if key in new_keys:
+                positions.append(new_keys.index(key))
+            else:
+                positions.append(len(new_keys) + (old_keys.index(key) if key in old_keys else 0))
+        old = _child(old, key)
+        new = _child(new, key)
+    return tuple(positions)
+
+
+def _child(node: Any, key: Key) -> Any:
+    if isinstance(node, dict):
+        return node.get(key)
+    if isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+        return node[key]
+    return None
 
 
 def _aspect_at(default: Aspect, path: tuple[Key, ...]) -> Aspect:

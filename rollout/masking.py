@@ -64,7 +64,7 @@ _TOKENS = re.compile(
     r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     re.DOTALL,
 )
-_RUN = re.compile(r"[A-Za-z0-9+/=_]{24,}")
+_RUN = re.compile(r"[A-Za-z0-9+=_]{24,}")
 
 
 def secret_key(key: Any) -> bool:

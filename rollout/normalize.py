@@ -17,6 +17,7 @@ form) is stated on this form: see `rollout/apply.py`.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from tierops.compose import SpellingError, command_tokens, normalise_service, sp
 from tierops.errors import InputError
 
 ARGV_KEYS = ("command", "entrypoint")
+_IDENTIFIER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./@-]*$")
 # Top-level keys whose entries may carry an inline `content`.
 CONTENT_SECTIONS = ("configs", "secrets")
 
@@ -147,7 +149,9 @@ def content_form(text: Any) -> Any:
             parsed = fast_yaml().load(text)
     except Exception:  # any YAML problem means "not a YAML config": compare it as text
         return text
-    if isinstance(parsed, dict) and parsed:
+    # YAML reads many one-line texts as a mapping (`curl -H 'Authorization: x'` has a key
+    # "curl -H 'Authorization"); a config file's top-level keys are identifiers.
+    if isinstance(parsed, dict) and parsed and all(_IDENTIFIER.match(str(key)) for key in parsed):
         return _key_scrape_jobs(plain(parsed))
     return text
 

@@ -21,7 +21,9 @@ def compose(command: str) -> str:
     ).format(command=command)
 
 
-BASE = compose("[sglang, serve, --model-path, /m, --tp-size, '4', --chunked-prefill-size, '4096', --enable-metrics]")
+BASE = compose(
+    "[sglang, serve, --model-path, /m, --tp-size, '4', --chunked-prefill-size, '4096', --enable-metrics]"
+)
 
 
 def lines(new: str, old: str = BASE) -> list[str]:
@@ -62,7 +64,10 @@ def test_a_value_moving_between_flags_is_two_changes_never_none() -> None:
 def test_a_value_handed_from_one_flag_to_another_shows_both_flags() -> None:
     old = compose("[serve, --max-prefill-tokens, '32768']")
     new = compose("[serve, --context-length, '32768']")
-    assert lines(new, old)[1:] == ["  engine: - --max-prefill-tokens 32768", "  engine: + --context-length 32768"]
+    assert lines(new, old)[1:] == [
+        "  engine: - --max-prefill-tokens 32768",
+        "  engine: + --context-length 32768",
+    ]
 
 
 def test_flag_equals_value_and_flag_space_value_are_the_same() -> None:
@@ -124,7 +129,7 @@ def test_a_command_added_to_a_service_lists_its_tokens() -> None:
 
 
 def test_an_unsplittable_string_command_is_one_error_line() -> None:
-    change = file_change(compose('"serve --port 8000"'), compose("\"serve --name 'oops\""))
+    change = file_change(compose('"serve --port 8000"'), compose('"serve --name \'oops"'))
     assert change.error is not None
     assert change.error == (
         "prod/x.yaml (head working tree): service 'engine': command: "

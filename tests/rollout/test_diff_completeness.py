@@ -59,11 +59,15 @@ COMMANDS = st.one_of(
 )
 ENV_KEYS = st.sampled_from(["HF_TOKEN", "NCCL_DEBUG", "MODE", "PROXY_API_TOKEN"])
 ENV_VALUES = st.one_of(
-    st.none(), WORDS, st.sampled_from(["${HUGGING_FACE_HUB_TOKEN}", "${X:-default}", "sk-live-0123456789abcdefXYZ"])
+    st.none(),
+    WORDS,
+    st.sampled_from(["${HUGGING_FACE_HUB_TOKEN}", "${X:-default}", "sk-live-0123456789abcdefXYZ"]),
 )
 ENVIRONMENTS = st.one_of(
     st.dictionaries(ENV_KEYS, ENV_VALUES, max_size=4),
-    st.lists(st.builds(lambda k, v: k if v is None else f"{k}={v}", ENV_KEYS, ENV_VALUES), max_size=4, unique=True),
+    st.lists(
+        st.builds(lambda k, v: k if v is None else f"{k}={v}", ENV_KEYS, ENV_VALUES), max_size=4, unique=True
+    ),
 )
 DEVICES = st.lists(
     st.fixed_dictionaries(
@@ -118,9 +122,9 @@ YAML_CONTENT = st.builds(
     ),
     nested(),
 )
-TEXT_CONTENT = st.lists(st.sampled_from(["server {", "  listen 8000;", "}", "# comment", "token hf_x"]), max_size=6).map(
-    "\n".join
-)
+TEXT_CONTENT = st.lists(
+    st.sampled_from(["server {", "  listen 8000;", "}", "# comment", "token hf_x"]), max_size=6
+).map("\n".join)
 CONFIGS = st.dictionaries(
     st.sampled_from(["c1", "c2"]),
     st.fixed_dictionaries({"content": st.one_of(YAML_CONTENT, TEXT_CONTENT)}, optional={"file": WORDS}),
@@ -216,7 +220,11 @@ def assert_changeset_complete(changeset: ChangeSet, old: dict[str, bytes], new: 
     checked = 0
     for file in changeset.files:
         assert file.status is not Status.ERROR, file.error
-        before = load_documents(old[file.old_path or file.path], where="base") if file.status is not Status.ADDED else [{}]
+        before = (
+            load_documents(old[file.old_path or file.path], where="base")
+            if file.status is not Status.ADDED
+            else [{}]
+        )
         after = load_documents(new[file.path], where="head") if file.status is not Status.REMOVED else [{}]
         index = (file.document or 1) - 1
         base_doc = before[index] if index < len(before) else {}
