@@ -279,7 +279,7 @@ def _stage(
         add(
             "down (dry run)",
             ComposeCall(Action.DOWN, tags.old, base_file, only, dry_run=True),
-            expect=f"plans exactly {name} stopped and removed, nothing else",
+            expect=f"must list exactly {name} to stop and remove, nothing else",
             rollback_note=DRY_RUN_NOTE,
         )
         add("down", ComposeCall(Action.DOWN, tags.old, base_file, only, dry_run=False), rollback=(restore,))
@@ -288,7 +288,7 @@ def _stage(
         add(
             "up (dry run)",
             ComposeCall(Action.UP, tags.new, head_file, only, dry_run=True),
-            expect=f"plans exactly {name} created, nothing else created, recreated or removed",
+            expect=f"must list exactly {name} to create; nothing else created, recreated or removed",
             rollback_note=DRY_RUN_NOTE,
         )
         add("up", ComposeCall(Action.UP, tags.new, head_file, only, dry_run=False), rollback=undo)

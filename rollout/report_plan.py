@@ -31,7 +31,7 @@ def _call_lines(call: ComposeCall, indent: str) -> list[str]:
 def _step_lines(step: Step) -> list[str]:
     pad = " " * 5
     title = f"{pad}{step.number} {step.action}"
-    lines = [f"{title}: expect {step.expect}" if step.expect else f"{title}:"]
+    lines = [f"{title}: {step.expect}" if step.expect else f"{title}:"]
     if step.call is not None:
         lines += _call_lines(step.call, pad + "    ")
     for check in step.checks:

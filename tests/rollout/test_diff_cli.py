@@ -12,7 +12,19 @@ import pytest
 
 from rollout.markdown import STEP_SUMMARY_LIMIT
 from rollout.report_diff import render_markdown
-from tests.rollout.diffkit import LONG, R1, R2, ROOT, changeset, commit, git, new_repo, prod_text, run_cli, write
+from tests.rollout.diffkit import (
+    LONG,
+    R1,
+    R2,
+    ROOT,
+    changeset,
+    commit,
+    git,
+    new_repo,
+    prod_text,
+    run_cli,
+    write,
+)
 
 ONE = "services:\n  app:\n    image: app:1\n"
 TWO = "services:\n  app:\n    image: app:2\n"

@@ -70,7 +70,10 @@ def test_a_file_that_does_not_parse_on_one_side_is_an_error_line_and_the_rest_go
 
 def test_a_duplicate_key_error_never_quotes_the_values() -> None:
     file = file_change(ONE, "services:\n  app:\n    image: a\n    image: hf_AbCdEfGhIjKlMnOpQrStUv\n")
-    assert file.error == 'prod/x.yaml:4:5: invalid YAML: found duplicate key "image" (in the head, the working tree)'
+    assert (
+        file.error
+        == 'prod/x.yaml:4:5: invalid YAML: found duplicate key "image" (in the head, the working tree)'
+    )
 
 
 def test_a_top_level_that_is_not_a_mapping_is_refused_with_its_place() -> None:
@@ -110,7 +113,11 @@ def test_a_ref_that_does_not_exist_is_exit_2_and_one_line(
     assert (code, out) == (2, "")
     assert err == "unknown git ref 'no-such-ref'; check the name with `git rev-parse --verify`\n"
     code, out, err = run_cli(monkeypatch, capsys, repo, ["plan"], base_env="v9.9.9")
-    assert (code, out, err) == (2, "", "unknown git ref 'v9.9.9'; check the name with `git rev-parse --verify`\n")
+    assert (code, out, err) == (
+        2,
+        "",
+        "unknown git ref 'v9.9.9'; check the name with `git rev-parse --verify`\n",
+    )
 
 
 def test_a_path_that_exists_nowhere_is_a_usage_error(
