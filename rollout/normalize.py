@@ -35,14 +35,16 @@ CONTENT_SECTIONS = ("configs", "secrets")
 
 
 def fast_yaml() -> YAML:
-    """The diff's loader: safe (no arbitrary objects), C-accelerated, YAML 1.2 like Compose.
+    """The diff's loader: safe (no arbitrary objects), YAML 1.2 like Compose, pure Python.
 
     Anchors, aliases and merge keys are resolved by the loader itself, so `<<: *engine`
-    compares as the keys it expands to. A fresh instance per call: never mutate a shared
-    one. (The round-trip loader in tierops.yamlio keeps positions but is ~5x slower; the
-    diff does not print positions.)
+    compares as the keys it expands to. Pure Python on purpose: with ruamel.yaml.clib the
+    safe loader scans with libyaml, which follows YAML 1.1 and rejects what Compose and
+    our own files accept (`[CMD, curl, http://localhost:8000/health]`: "found unexpected
+    ':'"). A fresh instance per call: never mutate a shared one. (The round-trip loader
+    in tierops.yamlio keeps positions but is slower; the diff prints none.)
     """
-    yaml = YAML(typ="safe")
+    yaml = YAML(typ="safe", pure=True)
     yaml.allow_duplicate_keys = False
     return yaml
 

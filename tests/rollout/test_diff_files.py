@@ -36,6 +36,17 @@ def test_unrelated_files_are_not_taken_for_a_rename() -> None:
     assert sorted(file.status for file in result.files) == [Status.ADDED, Status.REMOVED]
 
 
+def test_a_url_in_a_flow_sequence_parses_as_compose_reads_it() -> None:
+    # libyaml (ruamel.yaml.clib) rejects this YAML 1.2 plain scalar; Compose accepts it.
+    old = "services:\n  app:\n    healthcheck:\n      test: [CMD, curl, http://localhost:8000/health]\n"
+    new = old.replace("/health", "/ready")
+    (change,) = file_change(old, new).services[0].changes
+    assert (change.old, change.new) == (
+        ["CMD", "curl", "http://localhost:8000/health"],
+        ["CMD", "curl", "http://localhost:8000/ready"],
+    )
+
+
 def test_an_empty_file_has_no_services() -> None:
     file = file_change("", ONE)
     assert [(service.name, service.status) for service in file.services] == [("app", Status.ADDED)]
