@@ -56,7 +56,10 @@ def checks_for(file: str, name: str, role: str, service: Mapping[str, Any], stem
             )
         )
     elif role == Role.DCGM:
-        gpus = gpu_device_ids(service) or []
+        try:
+            gpus = gpu_device_ids(service) or []
+        except TypeError:  # a malformed reservation: no count to promise
+            gpus = []
         deployment = labels.get("tierops.otel.deployment") or stem
         checks.append(
             Check(

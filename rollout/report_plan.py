@@ -101,7 +101,9 @@ def render_markdown(plan: Plan, limit: int = STEP_SUMMARY_LIMIT) -> str:
     quiet = no_change_line(plan)
     if quiet is not None:
         return f"### Rollout plan\n\n{escape(quiet)}\n"
-    blocks = ["### Rollout plan\n", "\n".join(f"{escape(line)}  " for line in _tag_lines(plan)) + "\n"]
+    tags = f"Tags: new {code(plan.tags.new)}, deployed {code(plan.tags.old)}"
+    notes = "".join(f"\n- {escape(note)}" for note in plan.tags.notes)
+    blocks = ["### Rollout plan\n", f"{tags}{notes}\n"]
     for file in plan.files:
         blocks.append(f"#### {code(file.label)}\n")
         if file.error:

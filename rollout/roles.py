@@ -82,7 +82,9 @@ def reserves_gpus(service: Mapping[str, Any]) -> bool:
         devices = service["deploy"]["resources"]["reservations"]["devices"]
     except (KeyError, TypeError):
         return False
-    for device in devices or ():
+    if not isinstance(devices, list):
+        return False
+    for device in devices:
         if not isinstance(device, Mapping):
             continue
         capabilities = [str(item) for item in device.get("capabilities") or ()]
@@ -154,7 +156,10 @@ def _mounted(service: Mapping[str, Any]) -> list[str]:
     """Names of the configs and secrets a service mounts (short or long syntax)."""
     names: list[str] = []
     for section in ("configs", "secrets"):
-        for entry in service.get(section) or ():
+        entries = service.get(section)
+        if not isinstance(entries, list):  # malformed: the diff still reports it, roles ignore it
+            continue
+        for entry in entries:
             if isinstance(entry, Mapping):
                 names.append(f"{section}/{entry.get('source', '')}")
             else:
@@ -202,7 +207,7 @@ def _points_at(service: Mapping[str, Any], targets: set[str], contents: dict[str
     if not targets:
         return False
     depends = service.get("depends_on")
-    names = set(depends) if isinstance(depends, (list, Mapping)) else set()
+    names = {str(item) for item in depends} if isinstance(depends, (list, Mapping)) else set()
     if names & targets:
         return True
     texts = _strings(service) + [contents.get(source, "") for source in _mounted(service)]

@@ -55,11 +55,13 @@ def resolve_head(repo: Path, explicit: str | None) -> Side:
 
 
 def repo_paths(repo: Path, paths: Sequence[str], cwd: Path | None = None) -> tuple[str, ...]:
-    """PATHS as repository-relative POSIX paths (they may be given relative to the cwd)."""
+    """PATHS (relative to the cwd) as repository-relative POSIX paths; default: prod/ at the root."""
+    if not paths:
+        return DEFAULT_PATHS
     here = (cwd or Path.cwd()).resolve()
     root = repo.resolve()
     result: list[str] = []
-    for raw in paths or DEFAULT_PATHS:
+    for raw in paths:
         candidate = (here / raw).resolve()
         try:
             relative = candidate.relative_to(root)

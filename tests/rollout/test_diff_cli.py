@@ -183,3 +183,16 @@ def test_python_dash_m_rollout_diff_runs_as_a_program(tmp_path: Path) -> None:
     )
     assert (proc.returncode, proc.stderr) == (1, "")
     assert f"  {R1}, {R2}: + --enable-dynamic-batch-tokenizer" in proc.stdout.splitlines()
+
+
+def test_the_default_paths_are_the_repository_s_prod_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = new_repo(tmp_path, {"prod/a.yaml": ONE, "docs/readme.md": "x"})
+    write(repo, {"prod/a.yaml": TWO})
+    code, out, _ = run_cli(monkeypatch, capsys, repo / "docs", ["diff", "--exit-code"])
+    assert code == 1
+    assert out.splitlines()[1:] == ["prod/a.yaml: 1 service(s) changed", "  app: image: app:1 -> app:2"]
+    code, out, _ = run_cli(monkeypatch, capsys, repo / "prod", ["diff", "--exit-code", "a.yaml"])
+    assert code == 1
+    assert out.startswith("diff of prod/a.yaml: ")

@@ -14,6 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,8 @@ from rollout.diff import diff_document, same
 from rollout.masking import mask_file, mask_form
 from rollout.normalize import document_form, load_documents
 from rollout.snapshot import Snapshot
-from tests.rollout.diffkit import ROOT
+from tests.rollout.diffkit import LONG, ROOT, new_repo, run_cli, write
+from tierops.errors import InputError
 
 WORDS = st.sampled_from(["a", "b", "x-1", "8000", "true", "", "4096", "hf_AbCdEfGhIjKlMnOpQrStUv12"])
 SCALARS = st.one_of(WORDS, st.integers(-2, 3), st.booleans(), st.none(), st.sampled_from([0.5, 1.0]))
@@ -210,6 +212,33 @@ def test_inline_config_contents_replay_exactly_as_yaml_or_text(before: str, afte
     assert_complete(base, head, diff_document(base, head, path="prod/x.yaml"))
 
 
+GARBAGE_SERVICES = st.dictionaries(
+    st.sampled_from([*sorted(SERVICE_KEYS), "restart", "gpus", "runtime"]), nested(), max_size=5
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["s1", "s2"]), GARBAGE_SERVICES, max_size=2),
+    st.dictionaries(st.sampled_from(["s1", "s2"]), GARBAGE_SERVICES, max_size=2),
+)
+def test_malformed_services_are_an_input_error_or_a_complete_diff_never_a_crash(
+    before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    base, head = {"services": before}, {"services": after}
+    try:
+        file = diff_document(base, head, path="prod/x.yaml")
+    except InputError as error:
+        assert "service '" in str(error)
+        return
+    try:  # an unchanged malformed service is never normalised by the diff, so it passes
+        document_form(base)
+        document_form(head)
+    except InputError:
+        return
+    assert_complete(base, head, file)
+
+
 def snapshot(commit: str | None, repo: Path = ROOT) -> dict[str, bytes]:
     if commit is None:
         return {}
@@ -270,3 +299,23 @@ def test_applying_to_the_wrong_base_is_refused() -> None:
         assert "no item 0 to remove" in str(error)
     else:
         raise AssertionError("applying to a base without the flag must fail")
+
+
+def test_the_printed_json_applied_to_the_base_yields_the_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = (ROOT / LONG).read_text(encoding="utf-8")
+    base = head.replace("      - --enable-dynamic-batch-tokenizer\n", "").replace('"0.80"', '"0.85"')
+    repo = new_repo(tmp_path, {LONG: base, "prod/gone.yaml": "services:\n  a:\n    image: a\n"})
+    write(repo, {LONG: head, "prod/gone.yaml": None, "prod/new.yaml": "services:\n  b:\n    image: b\n"})
+    code, out, _ = run_cli(monkeypatch, capsys, repo, ["diff", "--format", "json"])
+    assert code == 0
+    printed = ChangeSet.from_json(json.loads(out))
+    assert printed.masked
+    old = {LONG: base, "prod/gone.yaml": "services:\n  a:\n    image: a\n"}
+    new = {LONG: head, "prod/new.yaml": "services:\n  b:\n    image: b\n"}
+    assert len(printed.files) == 3
+    for file in printed.files:
+        before = load_documents(old[file.path].encode(), where="b")[0] if file.path in old else {}
+        after = load_documents(new[file.path].encode(), where="h")[0] if file.path in new else {}
+        assert same(apply_file(mask_form(document_form(before)), file), mask_form(document_form(after)))
