@@ -9,7 +9,6 @@ spends its time checking, not asking pip whether anything changed.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import nox
@@ -71,12 +70,6 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
-def _step_summary() -> list[str]:
-    """In GitHub Actions, the diff and the plan also go to the step summary (as Markdown)."""
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    return ["--summary-file", summary] if summary else []
-
-
 @nox.session
 def diff(session: nox.Session) -> None:
     """Semantic diff of prod/ against $TIEROPS_BASE_REF, else the merge-base with origin/main.
@@ -85,14 +78,14 @@ def diff(session: nox.Session) -> None:
     -k x` would reach this one too), so the base ref comes from the environment.
     """
     install(session, "runtime")
-    session.run("python", "-m", "rollout", "diff", *_step_summary())
+    session.run("python", "-m", "rollout", "diff")
 
 
 @nox.session
 def plan(session: nox.Session) -> None:
     """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
     install(session, "runtime")
-    session.run("python", "-m", "rollout", "plan", *_step_summary())
+    session.run("python", "-m", "rollout", "plan")
 
 
 @nox.session(venv_backend="none", requires=["generated", "lint", "typecheck", "diff", "plan"])

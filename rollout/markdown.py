@@ -1,16 +1,19 @@
 """Markdown for `$GITHUB_STEP_SUMMARY`: safe table cells and the 1 MiB budget.
 
-GitHub shows at most 1 MiB of summary per step and drops the rest silently, so a
-report is built as a list of blocks and cut at a block boundary, with a note saying
-what was left out and how to see everything.
+GitHub keeps at most 1 MiB of summary per step, and CI appends the diff and the plan
+to the same step; so each report gets its share (together well under the limit), is
+built as a list of blocks and cut at a block boundary, with a note saying what was
+left out and how to see everything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-# GitHub's limit for the step summary, per step.
+# GitHub's limit for the step summary, per step, and each report's share of it.
 STEP_SUMMARY_LIMIT = 1024 * 1024
+DIFF_BUDGET = 600 * 1024
+PLAN_BUDGET = 300 * 1024
 
 
 def code(text: str) -> str:
@@ -44,7 +47,7 @@ def fit(blocks: Sequence[str], limit: int, what: str) -> str:
         size = len(block.encode("utf-8")) + 1
         note = (
             f"\n> **Truncated:** {len(blocks) - index} more block(s) of the {what} left out "
-            f"(GitHub's {STEP_SUMMARY_LIMIT // 1024} KiB step-summary limit). "
+            f"(its {limit // 1024} KiB share of GitHub's {STEP_SUMMARY_LIMIT // 1024} KiB step summary). "
             f"The full report: `python -m rollout {what} --format text`.\n"
         )
         if used + size + len(note.encode("utf-8")) > limit:

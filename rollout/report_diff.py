@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from rollout.changes import Aspect, Change, ChangeSet, FileChange, Status
 from rollout.describe import describe
 from rollout.folding import Folded, fold
-from rollout.markdown import STEP_SUMMARY_LIMIT, code, escape, fence, fit
+from rollout.markdown import DIFF_BUDGET, code, escape, fence, fit
 
 # Text diffs of inline configs longer than this are collapsed in Markdown.
 COLLAPSE_LINES = 12
@@ -167,7 +167,7 @@ def render_json(changeset: ChangeSet) -> str:
     return json.dumps(changeset.to_json(), indent=2, ensure_ascii=False) + "\n"
 
 
-def render_markdown(changeset: ChangeSet, limit: int = STEP_SUMMARY_LIMIT) -> str:
+def render_markdown(changeset: ChangeSet, limit: int = DIFF_BUDGET) -> str:
     quiet = no_change_line(changeset)
     if quiet is not None:
         return f"### Semantic diff\n\n{escape(quiet)}\n"

@@ -10,7 +10,7 @@ import html
 import json
 from collections.abc import Callable
 
-from rollout.markdown import STEP_SUMMARY_LIMIT, code, escape, fence, fit
+from rollout.markdown import PLAN_BUDGET, code, escape, fence, fit
 from rollout.masking import mask_text
 from rollout.plan import FilePlan, Plan, Stage, Step
 from rollout.steps import ComposeCall
@@ -97,7 +97,7 @@ def render_json(plan: Plan) -> str:
     return mask_text(json.dumps(plan.to_json(), indent=2, ensure_ascii=False)) + "\n"
 
 
-def render_markdown(plan: Plan, limit: int = STEP_SUMMARY_LIMIT) -> str:
+def render_markdown(plan: Plan, limit: int = PLAN_BUDGET) -> str:
     quiet = no_change_line(plan)
     if quiet is not None:
         return f"### Rollout plan\n\n{escape(quiet)}\n"

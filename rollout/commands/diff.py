@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from rollout import git
 from rollout.changes import ChangeSet
 from rollout.compare import compare
-from rollout.markdown import STEP_SUMMARY_LIMIT
 from rollout.masking import mask_changeset
-from rollout.report_diff import RENDERERS, render_markdown
+from rollout.report_diff import RENDERERS
 from rollout.snapshot import (
     BASE_ENV,
     check_paths_exist,
@@ -28,7 +26,6 @@ from rollout.snapshot import (
     resolve_base,
     resolve_head,
 )
-from tierops.errors import InputError
 from tierops.exitcodes import ExitCode, epilog
 
 NAME = "diff"
@@ -55,12 +52,6 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=("text", "markdown", "json"), default="text", help="output format"
     )
-    parser.add_argument(
-        "--summary-file",
-        type=Path,
-        metavar="FILE",
-        help="also append the Markdown rendering to FILE (nox passes $GITHUB_STEP_SUMMARY)",
-    )
     parser.add_argument("paths", nargs="*", metavar="PATHS", help="files or directories (default: prod)")
 
 
@@ -81,24 +72,9 @@ def load_changeset(args: argparse.Namespace) -> tuple[Path, ChangeSet]:
     return repo, mask_changeset(compare(base, head, paths))
 
 
-def append_summary(path: Path, render: Callable[[int], str]) -> None:
-    """Append Markdown to the step summary within what is left of its 1 MiB."""
-    try:
-        used = path.stat().st_size if path.exists() else 0
-        budget = max(STEP_SUMMARY_LIMIT - used, 0)
-        text = render(budget)
-        if budget and text:
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write(text)
-    except OSError as exc:
-        raise InputError(f"cannot append to the step summary: {exc.strerror}", where=str(path)) from None
-
-
 def run(args: argparse.Namespace) -> int:
     _, changeset = load_changeset(args)
     sys.stdout.write(RENDERERS[args.format](changeset))
-    if args.summary_file:
-        append_summary(args.summary_file, lambda budget: render_markdown(changeset, budget))
     if args.format != "text":  # the text report already carries these lines
         for file in changeset.errors:
             print(f"{file.label}: {file.error}", file=sys.stderr)

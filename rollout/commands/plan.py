@@ -18,10 +18,10 @@ from typing import Any
 
 from rollout import git
 from rollout.changes import ChangeSet, FileChange
-from rollout.commands.diff import add_selection_arguments, append_summary, load_changeset
+from rollout.commands.diff import add_selection_arguments, load_changeset
 from rollout.normalize import load_documents
 from rollout.plan import NEW_TAG, OLD_TAG, Tags, build_plan
-from rollout.report_plan import RENDERERS, render_markdown
+from rollout.report_plan import RENDERERS
 from tierops.errors import InputError
 from tierops.exitcodes import ExitCode, epilog
 
@@ -101,8 +101,6 @@ def run(args: argparse.Namespace) -> int:
 
     plan = build_plan(changeset, document, tags)
     sys.stdout.write(RENDERERS[args.format](plan))
-    if args.summary_file:
-        append_summary(args.summary_file, lambda budget: render_markdown(plan, budget))
     if args.format != "text":
         for file in plan.errors:
             print(f"{file.label}: {file.error}", file=sys.stderr)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout.markdown import STEP_SUMMARY_LIMIT
+from rollout.markdown import DIFF_BUDGET, PLAN_BUDGET, STEP_SUMMARY_LIMIT
 from rollout.report_diff import render_markdown
 from tests.rollout.diffkit import (
     LONG,
@@ -139,25 +139,13 @@ def test_markdown_stays_under_the_limit_with_a_note_when_cut() -> None:
     cut = render_markdown(result, limit=4000)
     assert len(cut.encode()) <= 4000
     assert cut.rstrip().endswith(
-        "(GitHub's 1024 KiB step-summary limit). The full report: `python -m rollout diff --format text`."
+        "(its 3 KiB share of GitHub's 1024 KiB step summary). The full report: `python -m rollout diff --format text`."
     )
-    assert len(full.encode()) < STEP_SUMMARY_LIMIT
+    assert len(full.encode()) < DIFF_BUDGET
 
 
-def test_the_step_summary_is_appended_within_what_is_left_of_its_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    repo = dyntok_repo(tmp_path)
-    summary = tmp_path / "summary.md"
-    summary.write_text("earlier step\n")
-    code, out, _ = run_cli(monkeypatch, capsys, repo, ["diff", "--summary-file", str(summary)])
-    assert code == 0 and out.startswith("diff of prod")
-    text = summary.read_text()
-    assert text.startswith("earlier step\n### Semantic diff of `prod`")
-    summary.write_text("x" * (STEP_SUMMARY_LIMIT - 600))
-    run_cli(monkeypatch, capsys, repo, ["diff", "--summary-file", str(summary)])
-    assert summary.stat().st_size <= STEP_SUMMARY_LIMIT
-    assert "Truncated" in summary.read_text()[-600:]
+def test_the_diff_and_the_plan_together_fit_one_step_summary() -> None:
+    assert DIFF_BUDGET + PLAN_BUDGET < 1_000_000 < STEP_SUMMARY_LIMIT
 
 
 def test_help_shows_the_exit_codes(

