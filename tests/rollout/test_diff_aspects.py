@@ -189,7 +189,6 @@ def test_a_list_of_mappings_deepdiff_cannot_replay_is_one_whole_value_change() -
 
 
 def test_a_file_mode_reads_in_octal() -> None:
-    def edit(doc: Any) -> None:
-        doc["services"]["dcgm-glm53"]["configs"][0]["mode"] = 0o440
-
-    assert ours(edit) == ["  dcgm-glm53: configs[0].mode: 0o444 -> 0o440"]
+    old = "services:\n  exporter:\n    image: x\n    configs: [{source: csv, target: /c.csv, mode: 0o444}]\n"
+    new = old.replace("0o444", "0o440")
+    assert text_lines(old, new)[1:] == ["  exporter: configs[0].mode: 0o444 -> 0o440"]

@@ -59,19 +59,15 @@ def test_a_removed_scrape_job_is_named() -> None:
 def test_a_text_config_is_a_unified_diff() -> None:
     old = prod_text()
     new = old.replace("client_max_body_size 0;", "client_max_body_size 200m;")
-    assert text_lines(old, new)[1:] == [
-        "  config nginx_conf (used by nginx):",
-        "    text changed (+1 -1 lines)",
-        "      @@ -17,7 +17,7 @@",
-        "       ",
-        "           # Bodies of 100 MB have completed on the long tier: no size cap here, and no",
-        "           # buffering, so a large prompt streams through instead of filling a disk.",
+    lines = text_lines(old, new)[1:]
+    assert lines[:2] == ["  config nginx_conf (used by nginx):", "    text changed (+1 -1 lines)"]
+    hunk = lines[2:]
+    assert hunk[0].startswith("      @@ -") and hunk[0].endswith(" @@")
+    assert [line for line in hunk if line.startswith(("      -", "      +"))] == [
         "      -    client_max_body_size 0;",
         "      +    client_max_body_size 200m;",
-        "           proxy_request_buffering off;",
-        "           proxy_buffering off;",
-        "           proxy_read_timeout 3600s;",
     ]
+    assert len(hunk) == 1 + 3 + 2 + 3  # header, 3 lines of context either side
 
 
 def test_a_long_text_diff_is_collapsed_in_markdown_and_a_short_one_is_not() -> None:
@@ -79,7 +75,7 @@ def test_a_long_text_diff_is_collapsed_in_markdown_and_a_short_one_is_not() -> N
     short = old.replace("client_max_body_size 0;", "client_max_body_size 200m;")
     markdown = render_markdown(changeset({"prod/x.yaml": old}, {"prod/x.yaml": short}))
     assert "<details>" not in markdown
-    assert "```diff\n@@ -17,7 +17,7 @@" in markdown
+    assert "```diff\n@@ -" in markdown
     long = old.replace("proxy_set_header", "proxy_set_header_new").replace("listen", "listen_on")
     markdown = render_markdown(changeset({"prod/x.yaml": old}, {"prod/x.yaml": long}))
     assert (
