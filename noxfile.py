@@ -152,7 +152,28 @@ def release(session: nox.Session) -> None:
     session.run("python", "-m", "rollout", "release", *session.posargs)
 
 
-@nox.session(venv_backend="none", requires=["generated", "validate", "compose", "lint", "typecheck"])
+@nox.session
+def diff(session: nox.Session) -> None:
+    """Semantic diff of prod/ against $TIEROPS_BASE_REF, else the merge-base with origin/main.
+
+    Never forwards posargs: nox hands them to every session of a chain (`nox -s check --
+    -k x` would reach this one too), so the base ref comes from the environment.
+    """
+    install(session, "runtime")
+    session.run("python", "-m", "rollout", "diff")
+
+
+@nox.session
+def plan(session: nox.Session) -> None:
+    """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
+    install(session, "runtime")
+    session.run("python", "-m", "rollout", "plan")
+
+
+@nox.session(
+    venv_backend="none",
+    requires=["generated", "validate", "compose", "lint", "typecheck", "diff", "plan"],
+)
 def check(session: nox.Session) -> None:
     """The main job: every check of the repository's own prod/ and code (not the tests)."""
     session.log("check: every required session passed")

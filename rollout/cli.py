@@ -10,11 +10,13 @@ import argparse
 from collections.abc import Sequence
 from types import ModuleType
 
-from rollout.commands import release
+from rollout.commands import diff, plan, release
 from tierops.cli import guarded, parse
 from tierops.exitcodes import epilog
 
 COMMANDS: dict[str, ModuleType] = {
+    diff.NAME: diff,
+    plan.NAME: plan,
     release.NAME: release,
 }
 

@@ -88,3 +88,37 @@ def is_clean(repo: Path) -> bool:
 def _one_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1].removeprefix("fatal: ").removeprefix("error: ") if lines else ""
+
+
+# --- read-side helpers for `diff` and `plan` (appended; release keeps its own) ---
+
+
+def ls_tree(repo: Path, commit: str, paths: Sequence[str]) -> list[str]:
+    """Repository-relative paths of the files at `commit` under `paths` (recursive)."""
+    proc = run(repo, ["ls-tree", "-r", "--name-only", "-z", commit, "--", *paths])
+    return sorted(name for name in proc.stdout.split("\0") if name)
+
+
+def tags_at(repo: Path, commit: str, pattern: str = "v0.0.*") -> list[str]:
+    """The tags matching `pattern` that point at `commit`, in version order (newest last)."""
+    proc = run(repo, ["tag", "--points-at", commit, "--list", pattern, "--sort=version:refname"])
+    return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+
+
+def head_commit(repo: Path) -> str | None:
+    """HEAD's commit id, or None in a repository without commits yet."""
+    proc = run(repo, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], check=False)
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.strip() or None
+
+
+def commits_touching(repo: Path, path: str) -> list[tuple[str, str | None]]:
+    """(commit, first parent or None) for every commit that changed `path`, oldest first."""
+    proc = run(repo, ["log", "--reverse", "--format=%H %P", "--", path])
+    pairs: list[tuple[str, str | None]] = []
+    for line in proc.stdout.splitlines():
+        ids = line.split()
+        if ids:
+            pairs.append((ids[0], ids[1] if len(ids) > 1 else None))
+    return pairs

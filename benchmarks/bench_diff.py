@@ -1,0 +1,182 @@
+"""Benchmark: `rollout diff` against a whole-tree DeepDiff on the same pair of files.
+
+Builds a synthetic pair of 200-service compose files (80-token argv, 20 labels, 10 env
+vars per service; 50 services changed in varied ways: a flag inserted in the middle,
+removed, its value changed, values swapped between two flags, a label, an env var, a
+nested key), parses both once, then times, side by side on the same parsed pair:
+
+- rollout diff: the change model (normalise the services that differ, diff them by
+  aspect), masking and the text rendering;
+- DeepDiff(base, head) over the whole tree, deepdiff's defaults.
+
+Run: `python benchmarks/bench_diff.py` (from the repository root, with the runtime
+dependency group installed). It exits 1 if a planted change is missing from the model,
+and prints the numbers and their ratio (target: rollout diff >= 10x faster).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rollout.describe import describe
+from rollout.diff import diff_document
+from rollout.masking import mask_file
+from rollout.normalize import load_documents
+from rollout.report_diff import sections
+
+SERVICES = 200
+CHANGED = 50
+FLAGS = 39  # "sglang serve" + 39 flag/value pairs = 80 tokens
+LABELS = 20
+ENV = 10
+RUNS = 7
+
+
+def service(number: int) -> dict[str, Any]:
+    argv = ["sglang", "serve"]
+    for flag in range(FLAGS):
+        argv += [f"--option-{flag:02d}", f"value-{number}-{flag}"]
+    return {
+        "image": "docker.io/example/sglang@sha256:" + f"{number:064x}",
+        "container_name": f"engine-{number:03d}",
+        "restart": "unless-stopped",
+        "command": argv,
+        "environment": {f"ENV_{key:02d}": f"env-{number}-{key}" for key in range(ENV)},
+        "labels": {f"tierops.bench.label{key:02d}": f"label-{number}-{key}" for key in range(LABELS)},
+        "deploy": {
+            "resources": {
+                "reservations": {
+                    "devices": [
+                        {"driver": "nvidia", "device_ids": [str(number % 8)], "capabilities": ["gpu"]}
+                    ]
+                }
+            }
+        },
+        "ulimits": {"memlock": -1, "stack": 67108864},
+        "healthcheck": {"test": ["CMD", "curl", "-fsS", "http://localhost:8000/health"], "interval": "15s"},
+    }
+
+
+def mutate(head: dict[str, Any], number: int, kind: int) -> list[str]:  # noqa: PLR0911 (one return per kind)
+    """Change service `number` of `head` in one of seven ways; return the expected subjects."""
+    svc = head["services"][f"engine-{number:03d}"]
+    argv: list[str] = svc["command"]
+    if kind == 0:  # insert a flag in the middle
+        argv[40:40] = ["--enable-dynamic-batch-tokenizer"]
+        return ["--enable-dynamic-batch-tokenizer"]
+    if kind == 1:  # change a value
+        argv[argv.index("--option-10") + 1] = "changed"
+        return ["--option-10"]
+    if kind == 2:  # remove a flag and its value
+        at = argv.index("--option-20")
+        del argv[at : at + 2]
+        return ["--option-20"]
+    if kind == 3:  # swap the values of two flags (a value moving between flags)
+        a, b = argv.index("--option-05") + 1, argv.index("--option-06") + 1
+        argv[a], argv[b] = argv[b], argv[a]
+        return ["--option-05", "--option-06"]
+    if kind == 4:
+        svc["labels"]["tierops.bench.label07"] = "changed"
+        return ["tierops.bench.label07"]
+    if kind == 5:
+        svc["environment"]["ENV_03"] = "changed"
+        return ["ENV_03"]
+    svc["ulimits"]["memlock"] = 0
+    return ["ulimits.memlock"]
+
+
+def build(directory: Path) -> tuple[Path, Path, dict[str, list[str]]]:
+    base = {"name": "bench", "services": {f"engine-{n:03d}": service(n) for n in range(SERVICES)}}
+    head = copy.deepcopy(base)
+    expected: dict[str, list[str]] = {}
+    step = SERVICES // CHANGED
+    for index, number in enumerate(range(0, SERVICES, step)):
+        expected[f"engine-{number:03d}"] = mutate(head, number, index % 7)
+    base_path, head_path = directory / "base.yaml", directory / "head.yaml"
+    # JSON is YAML: one line per document keeps the writing fast and the parse real.
+    base_path.write_text(json.dumps(base, indent=1), encoding="utf-8")
+    head_path.write_text(json.dumps(head, indent=1), encoding="utf-8")
+    return base_path, head_path, expected
+
+
+def best(work: Callable[[], object]) -> tuple[float, object]:
+    times: list[float] = []
+    result: object = None
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        result = work()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def main() -> int:
+    from deepdiff import DeepDiff
+
+    DeepDiff({"warm": [1]}, {"warm": [2]})  # import and first-call costs out of the timing
+    with tempfile.TemporaryDirectory() as tmp:
+        base_path, head_path, expected = build(Path(tmp))
+        size = base_path.stat().st_size
+        parse_time, docs = best(
+            lambda: (
+                load_documents(base_path.read_bytes(), where="base.yaml")[0],
+                load_documents(head_path.read_bytes(), where="head.yaml")[0],
+            )
+        )
+    base_doc, head_doc = docs  # type: ignore[misc]
+
+    def rollout_diff() -> list[str]:
+        file = mask_file(diff_document(base_doc, head_doc, path="bench.yaml"))
+        parts = sections(file)
+        return [row.text for row in parts.services]
+
+    ours, _ = best(rollout_diff)
+    theirs, deep = best(lambda: DeepDiff(base_doc, head_doc))
+    file = diff_document(base_doc, head_doc, path="bench.yaml")
+    reported = {service.name: [change.subject for change in service.changes] for service in file.services}
+    missing = [
+        f"{name}: {subject}"
+        for name, subjects in expected.items()
+        for subject in subjects
+        if subject not in reported.get(name, [])
+    ]
+    extra = sorted(set(reported) - set(expected))
+    lines = sum(len(service.changes) for service in file.services)
+    print(
+        f"synthetic pair: {SERVICES} services, {2 + 2 * FLAGS}-token argv, {LABELS} labels, {ENV} env vars;"
+    )
+    print(f"  {CHANGED} services changed ({len(expected)} planted), {size / 1024:.0f} KiB per file")
+    print(
+        f"  YAML parse of both files (shared by both tools): {parse_time * 1000:8.1f} ms  (pure-Python loader)"
+    )
+    print(f"  rollout diff (model + masking + text lines):     {ours * 1000:8.1f} ms")
+    print(f"  whole-tree DeepDiff (defaults):                   {theirs * 1000:8.1f} ms")
+    print(f"  ratio DeepDiff / rollout diff:                    {theirs / ours:8.1f}x (target >= 10x)")
+    print(
+        f"  end to end with the parse: {(parse_time + ours) * 1000:.0f} ms vs {(parse_time + theirs) * 1000:.0f} ms"
+        f" ({(parse_time + theirs) / (parse_time + ours):.1f}x)"
+    )
+    print(
+        f"  rollout diff reported {lines} changes on {len(reported)} services; "
+        f"DeepDiff reported {sum(len(v) for v in deep.values())} items"  # type: ignore[attr-defined]
+    )
+    print(
+        f"  example lines: {describe(file.services[0].changes[0])!r}, {describe(file.services[3].changes[0])!r}"
+    )
+    if missing or extra:
+        print(f"  MISSING: {missing}; UNEXPECTED: {extra}")
+        return 1
+    print(f"  every planted change reported (times: best of {RUNS} runs)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

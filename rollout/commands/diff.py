@@ -1,0 +1,85 @@
+"""`python -m rollout diff`: what changed in the compose files, in a reviewer's words.
+
+Compares every compose file under PATHS (default: prod/) between a base ref and the
+working tree (or --head), per file and per service: image, argv flags, env, labels,
+GPUs, ports, volumes, depends_on, healthcheck, every other key, and inline configs
+(the collector config as YAML, scrape jobs by name). Identical changes on several
+services are one line; secret-looking values are masked in every format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rollout import git
+from rollout.changes import ChangeSet
+from rollout.compare import compare
+from rollout.masking import mask_changeset
+from rollout.report_diff import RENDERERS
+from rollout.snapshot import (
+    BASE_ENV,
+    check_paths_exist,
+    read_snapshot,
+    repo_paths,
+    resolve_base,
+    resolve_head,
+)
+from tierops.exitcodes import ExitCode, epilog
+
+NAME = "diff"
+HELP = "semantic diff of the compose files between a base ref and the working tree"
+DESCRIPTION = f"""\
+Semantic diff of the compose files under PATHS (default: prod/) between a base ref and
+the working tree (or --head REF): per file, per service, per flag.
+
+The base is --base, else ${BASE_ENV}, else the merge-base of HEAD and origin/main, else
+of HEAD and main, else HEAD. (nox passes its positional arguments to every session of
+a chain, so `nox -s diff` reads the base from ${BASE_ENV}, never from posargs.)
+
+Formats: text (terminal), markdown (GitHub step summary, <= 1 MiB), json (the change
+model: applying it to the base yields the head). Secret-looking values are masked in
+every format as <secret sha256:XXXXXXXX>.
+"""
+EPILOG = epilog("changes found (only with --exit-code)")
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options `diff` and `plan` share: which refs, which files, which format."""
+    parser.add_argument("--base", metavar="REF", help=f"base ref (default: ${BASE_ENV}, else the merge-base)")
+    parser.add_argument("--head", metavar="REF", help="head ref (default: the working tree)")
+    parser.add_argument(
+        "--format", choices=("text", "markdown", "json"), default="text", help="output format"
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATHS", help="files or directories (default: prod)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_selection_arguments(parser)
+    parser.add_argument(
+        "--exit-code", action="store_true", help="exit 1 when there are changes (2 on errors)"
+    )
+
+
+def load_changeset(args: argparse.Namespace) -> tuple[Path, ChangeSet]:
+    """Resolve the refs and paths of `args`, read both sides, compare, mask."""
+    repo = git.toplevel(Path.cwd())
+    paths = repo_paths(repo, args.paths)
+    base = read_snapshot(repo, resolve_base(repo, args.base), paths)
+    head = read_snapshot(repo, resolve_head(repo, args.head), paths)
+    check_paths_exist(repo, base, head, paths)
+    return repo, mask_changeset(compare(base, head, paths))
+
+
+def run(args: argparse.Namespace) -> int:
+    _, changeset = load_changeset(args)
+    sys.stdout.write(RENDERERS[args.format](changeset))
+    if args.format != "text":  # the text report already carries these lines
+        for file in changeset.errors:
+            print(f"{file.label}: {file.error}", file=sys.stderr)
+    if changeset.errors:
+        return ExitCode.USAGE
+    if args.exit_code and changeset.has_changes():
+        return ExitCode.FINDINGS
+    return ExitCode.OK

@@ -1,0 +1,107 @@
+"""`python -m rollout plan`: the ordered rollout of what `rollout diff` reports.
+
+One service at a time: services that disappear are taken down first (the orphan
+rule); then changed one-shot jobs; engines, treatment/canary replica first (r2 before
+r1 unless `tierops.rollout.order` labels say otherwise); telemetry alone; the proxy,
+registrar and front door only if they changed, flagged as interrupting traffic.
+Unchanged services are never touched. Every step is printed as a compose-manager call
+and as a plain `docker compose` command, with its rollback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rollout import git
+from rollout.changes import ChangeSet, FileChange
+from rollout.commands.diff import add_selection_arguments, load_changeset
+from rollout.normalize import load_documents
+from rollout.plan import NEW_TAG, OLD_TAG, Tags, build_plan
+from rollout.report_plan import RENDERERS
+from tierops.errors import InputError
+from tierops.exitcodes import ExitCode, epilog
+
+NAME = "plan"
+HELP = "the rollout plan (compose-manager calls and rollbacks) for the changes diff reports"
+DESCRIPTION = f"""\
+The ordered rollout of the changes between a base ref and the working tree (or --head):
+which services to take down and bring up, one at a time, as compose-manager payloads
+and plain `docker compose` commands, each with its rollback and its verification.
+
+Tags: the head is normally not tagged yet (the v0.0.N tag is created on the merge
+commit), so up steps name {NEW_TAG} unless --tag is given or the head commit already
+carries a v0.0.* tag; down and rollback steps name the tag deployed now, {OLD_TAG},
+unless --base-tag is given or the base commit carries a v0.0.* tag.
+"""
+EPILOG = epilog("not used (plan exits 0 when it can plan, 2 when a file cannot be read)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_selection_arguments(parser)
+    parser.add_argument("--tag", metavar="TAG", help=f"the tag to deploy (default: {NEW_TAG})")
+    parser.add_argument("--base-tag", metavar="TAG", help=f"the tag deployed now (default: {OLD_TAG})")
+
+
+def resolve_tags(repo: Path, changeset: ChangeSet, tag: str | None, base_tag: str | None) -> Tags:
+    notes: list[str] = []
+    new = tag
+    if new is None and changeset.head.commit:
+        found = git.tags_at(repo, changeset.head.commit)
+        new = found[-1] if found else None
+    if new is None:
+        new = NEW_TAG
+        notes.append(
+            f"{NEW_TAG}: the v0.0.N tag of the merge commit; the head ({changeset.head.describe()}) "
+            "is not tagged yet. Substitute it, or pass --tag, once it exists and is old enough to deploy"
+        )
+    old = base_tag
+    if old is None and changeset.base.commit:
+        found = git.tags_at(repo, changeset.base.commit)
+        old = found[-1] if found else None
+    if old is None:
+        old = OLD_TAG
+        notes.append(
+            f"{OLD_TAG}: the tag deployed now; the base ({changeset.base.describe()}) carries no v0.0.* tag. "
+            "Substitute it, or pass --base-tag"
+        )
+    return Tags(new, old, tuple(notes))
+
+
+def head_documents(repo: Path, changeset: ChangeSet) -> dict[tuple[str, int | None], Mapping[str, Any]]:
+    """The head's parsed documents of every changed file (roles and checks read them)."""
+    documents: dict[tuple[str, int | None], Mapping[str, Any]] = {}
+    for path in dict.fromkeys(file.path for file in changeset.files if file.error is None):
+        if changeset.head.commit is None:
+            target = repo / path
+            data = target.read_bytes() if target.is_file() else None
+        else:
+            data = git.show(repo, changeset.head.commit, path)
+        if data is None:
+            continue
+        try:
+            loaded = load_documents(data, where=path)
+        except InputError:
+            continue  # the diff already reported this file as unreadable
+        for index, document in enumerate(loaded, start=1):
+            documents[(path, index if len(loaded) > 1 else None)] = document
+    return documents
+
+
+def run(args: argparse.Namespace) -> int:
+    repo, changeset = load_changeset(args)
+    documents = head_documents(repo, changeset)
+    tags = resolve_tags(repo, changeset, args.tag, args.base_tag)
+
+    def document(file: FileChange) -> Mapping[str, Any] | None:
+        return documents.get((file.path, file.document))
+
+    plan = build_plan(changeset, document, tags)
+    sys.stdout.write(RENDERERS[args.format](plan))
+    if args.format != "text":
+        for file in plan.errors:
+            print(f"{file.label}: {file.error}", file=sys.stderr)
+    return ExitCode.USAGE if plan.errors else ExitCode.OK

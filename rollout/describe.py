@@ -1,0 +1,249 @@
+"""One Change as the line a reviewer would write by hand.
+
+`+ --enable-dynamic-batch-tokenizer`, `--chunked-prefill-size: 4096 -> 8192`,
+`env HF_HUB_OFFLINE: 1 -> 0`, `label tierops.otel.config_variant: a -> b`,
+`GPUs: 0,1,2,3 -> 4,5,6,7`, `scrape job X: label config_variant: a -> b`.
+The line never names the service or the config (folding adds those), so identical
+changes on several services produce identical lines and fold into one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rollout.changes import ABSENT, Aspect, Change, Op
+
+_BARE = re.compile(r"^[^\s\"'`]+$")
+_FINGERPRINT = re.compile(r"^<secret sha256:[0-9a-f]{8}>$")  # masking.fingerprint(): shown bare
+
+
+def show(value: Any, key: Any = None) -> str:  # noqa: PLR0911 (one return per type)
+    """A value as text: plain strings bare, anything ambiguous quoted, data as compact JSON."""
+    if value is ABSENT:
+        return "(absent)"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and key == "mode":
+        return oct(value)  # file modes read as 0o444, not 292
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        if _BARE.match(value) or _FINGERPRINT.match(value):
+            return value
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def argv_item(item: Any) -> str:
+    """`{"flag": "--tp-size", "value": "4"}` -> `--tp-size 4`; `{"arg": "x"}` -> `x`."""
+    if isinstance(item, Mapping):
+        if "flag" in item:
+            value = item.get("value")
+            return str(item["flag"]) if value is None else f"{item['flag']} {show(value)}"
+        if "arg" in item:
+            return show(item["arg"])
+    return show(item)
+
+
+def argv_text(form: Any) -> str:
+    if not isinstance(form, Mapping):
+        return show(form)
+    words = [show(token) for token in form.get("program", [])]
+    words += [argv_item(item) for item in form.get("args", [])]
+    return " ".join(words) if words else "(empty)"
+
+
+def _pairs(mapping: Any) -> str:
+    if not isinstance(mapping, Mapping):
+        return show(mapping)
+    return ", ".join(_pair(key, value) for key, value in mapping.items()) or "(empty)"
+
+
+def _pair(key: Any, value: Any) -> str:
+    return f"{key} (from the host)" if value is None else f"{key}={show(value, key)}"
+
+
+def describe(change: Change) -> str:
+    """The one-line reading of a change (values already masked by the caller)."""
+    handler: Callable[[Change], str] = _HANDLERS.get(change.aspect, _generic)
+    return handler(change)
+
+
+def _service(change: Change) -> str:
+    if change.op is Op.ADDED:
+        return f"+ service: {summary(change.new)}"
+    return f"- service: {summary(change.old)}"
+
+
+def summary(form: Any) -> str:
+    """A service form in a few words: image, program, flag count, GPUs."""
+    if not isinstance(form, Mapping):
+        return show(form)
+    parts = [f"image {show(form.get('image'))}"] if form.get("image") else []
+    command = form.get("command")
+    if isinstance(command, Mapping):
+        program = " ".join(str(token) for token in command.get("program", [])) or "(no program)"
+        parts.append(f"command {program} with {len(command.get('args', []))} arguments")
+    return "; ".join(parts) or "(empty definition)"
+
+
+def _image(change: Change) -> str:
+    return _generic(change, "image")
+
+
+def _argv(change: Change) -> str:  # noqa: PLR0911 (one return per kind of argv edit)
+    prefix = "entrypoint " if change.aspect is Aspect.ENTRYPOINT else ""
+    tail = change.path[-1]
+    if len(change.path) == 3:  # the whole command/entrypoint key
+        noun = "entrypoint" if prefix else "command"
+        if change.op is Op.ADDED:
+            return f"+ {noun}: {argv_text(change.new)}"
+        if change.op is Op.REMOVED:
+            return f"- {noun}: {argv_text(change.old)}"
+        return f"{noun}: {argv_text(change.old)} -> {argv_text(change.new)}"
+    if tail == "program":
+        return (
+            f"{prefix}program: {argv_text({'program': change.old})} -> {argv_text({'program': change.new})}"
+        )
+    if change.op is Op.ADDED:
+        return f"{prefix}+ {argv_item(change.new)}"
+    if change.op is Op.REMOVED:
+        return f"{prefix}- {argv_item(change.old)}"
+    old, new = change.old, change.new
+    if old == new:
+        return f"{prefix}{argv_item(new)}: moved (argument {int(tail) + 1} -> {(change.head_index or 0) + 1})"
+    return f"{prefix}{change.subject}: {_flag_value(old)} -> {_flag_value(new)}"
+
+
+def _flag_value(item: Any) -> str:
+    if isinstance(item, Mapping) and "flag" in item:
+        value = item.get("value")
+        return "(no value)" if value is None else show(value)
+    return argv_item(item)
+
+
+def _keyed(noun: str) -> Any:
+    def render(change: Change) -> str:
+        if len(change.path) == 3:  # the whole mapping added or removed
+            if change.op is Op.ADDED:
+                return f"+ {noun}: {_pairs(change.new)}"
+            if change.op is Op.REMOVED:
+                return f"- {noun}: {_pairs(change.old)}"
+            return f"{noun}: {show(change.old)} -> {show(change.new)}"
+        key = change.path[-1]
+        if change.op is Op.ADDED:
+            return f"+ {noun} {_pair(key, change.new)}"
+        if change.op is Op.REMOVED:
+            return f"- {noun} {_pair(key, change.old)}"
+        return f"{noun} {key}: {_env_value(change.old)} -> {_env_value(change.new)}"
+
+    return render
+
+
+def _env_value(value: Any) -> str:
+    return "(from the host)" if value is None else show(value)
+
+
+def _gpus(change: Change) -> str:
+    if change.subject == "GPUs":
+        return f"GPUs: {_ids(change.old)} -> {_ids(change.new)}"
+    return _generic(change)
+
+
+def _ids(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value) or "(none)"
+    return show(value)
+
+
+def _items(noun: str) -> Any:
+    def render(change: Change) -> str:
+        if len(change.path) == 3:
+            return _generic(change, f"{noun}s")
+        if change.op is Op.ADDED:
+            return f"+ {noun} {show(change.new)}"
+        if change.op is Op.REMOVED:
+            return f"- {noun} {show(change.old)}"
+        return f"{noun} {show(change.old)} -> {show(change.new)}"
+
+    return render
+
+
+def _depends(change: Change) -> str:
+    if len(change.path) == 3:
+        return _generic(change, "depends_on")
+    name = change.path[-1]
+    if change.op is Op.ADDED:
+        return f"+ depends_on {name} {_condition(change.new)}"
+    if change.op is Op.REMOVED:
+        return f"- depends_on {name} {_condition(change.old)}"
+    return f"depends_on {name}: {_condition(change.old)} -> {_condition(change.new)}"
+
+
+def _condition(spec: Any) -> str:
+    if isinstance(spec, Mapping) and set(spec) == {"condition"}:
+        return f"({spec['condition']})"
+    return show(spec)
+
+
+def _healthcheck(change: Change) -> str:
+    if change.path[-1] == "test" and change.op is Op.CHANGED:
+        return f"healthcheck.test: {_test(change.old)} -> {_test(change.new)}"
+    return _generic(change)
+
+
+def _test(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(show(item) for item in value)
+    return show(value)
+
+
+def _config(change: Change) -> str:
+    name = change.path[1]
+    if len(change.path) == 2:
+        noun = str(change.path[0]).removesuffix("s")
+        return f"+ {noun} {name}" if change.op is Op.ADDED else f"- {noun} {name}"
+    if len(change.path) > 2 and change.path[-2] == "scrape_configs":  # a whole scrape job
+        job = change.path[-1]
+        if change.op is Op.ADDED:
+            return f"scrape job {job}: + job {show(change.new)}"
+        if change.op is Op.REMOVED:
+            return f"scrape job {job}: - job {show(change.old)}"
+    if change.unified:
+        added = sum(1 for line in change.unified if line.startswith("+"))
+        removed = sum(1 for line in change.unified if line.startswith("-"))
+        return f"text changed (+{added} -{removed} lines)"
+    return _generic(change)
+
+
+def _generic(change: Change, subject: str | None = None) -> str:
+    name = subject or change.subject
+    key = change.path[-1] if change.path else None
+    if change.op is Op.ADDED:
+        return f"+ {name}: {show(change.new, key)}"
+    if change.op is Op.REMOVED:
+        return f"- {name}: {show(change.old, key)}"
+    if change.head_index is not None:
+        return f"{name}: {show(change.old, key)} -> {show(change.new, key)} (moved to [{change.head_index}])"
+    return f"{name}: {show(change.old, key)} -> {show(change.new, key)}"
+
+
+_HANDLERS = {
+    Aspect.SERVICE: _service,
+    Aspect.IMAGE: _image,
+    Aspect.ARGV: _argv,
+    Aspect.ENTRYPOINT: _argv,
+    Aspect.ENVIRONMENT: _keyed("env"),
+    Aspect.LABELS: _keyed("label"),
+    Aspect.GPUS: _gpus,
+    Aspect.PORTS: _items("port"),
+    Aspect.VOLUMES: _items("volume"),
+    Aspect.DEPENDS_ON: _depends,
+    Aspect.HEALTHCHECK: _healthcheck,
+    Aspect.CONFIG: _config,
+}

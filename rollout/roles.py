@@ -1,0 +1,227 @@
+"""What each service *is*, read from the file itself, never from a list of names.
+
+The rollout plan orders steps by role and decides what interrupts traffic, so the role
+must follow the definition: a renamed engine is still an engine, and a hand-written
+file with other names gets the same plan. Rules, first match wins:
+
+- engine: reserves GPUs and runs SGLang or vLLM (image name, or the argv program);
+- one-shot job: `restart: "no"`/`on-failure`, or another service waits for it with
+  `condition: service_completed_successfully` (the model downloader);
+- telemetry (collector): an OpenTelemetry/Prometheus-style collector image, or it
+  mounts a YAML config with `receivers` and `exporters`;
+- telemetry (DCGM): a DCGM exporter image, or it mounts a counters CSV of `DCGM_` fields;
+- proxy: its environment or argv points at one or more engines by service name;
+- registrar: its environment, argv or mounted script registers with a gateway;
+- front door: publishes ports, or points at the proxy (depends_on or its config);
+- other: anything else (the plan flags it for a human).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from tierops.compose import SpellingError, command_tokens, key_values
+
+
+class Role(StrEnum):
+    ENGINE = "engine"
+    ONE_SHOT = "one-shot job"
+    COLLECTOR = "telemetry (collector)"
+    DCGM = "telemetry (DCGM)"
+    PROXY = "proxy"
+    REGISTRAR = "registrar"
+    FRONT_DOOR = "front door"
+    OTHER = "other"
+
+
+TELEMETRY = frozenset({Role.COLLECTOR, Role.DCGM})
+# Recreating these cuts or re-announces every request path of the host.
+INTERRUPTS_TRAFFIC = frozenset({Role.PROXY, Role.REGISTRAR, Role.FRONT_DOOR})
+
+_ENGINE_IMAGE = re.compile(r"(sglang|vllm)(-openai)?")
+_ENGINE_PROGRAM = re.compile(r"\b(sglang|vllm)\b")
+_COLLECTOR_IMAGE = re.compile(
+    r"(opentelemetry-collector|otelcol|otel-collector|prometheus|grafana-agent|alloy)"
+)
+_REGISTER = re.compile(r"regist", re.IGNORECASE)
+
+
+def roles_of(document: Mapping[str, Any]) -> dict[str, Role]:
+    """The role of every service of a raw (checked) compose document, in file order."""
+    services: dict[str, Any] = {str(k): v for k, v in (document.get("services") or {}).items()}
+    contents = _config_texts(document)
+    one_shots = _awaited_completion(services)
+    engines = {name for name, service in services.items() if _is_engine(service)}
+    roles: dict[str, Role] = {}
+    for name, service in services.items():
+        roles[name] = _role(name, service, engines, one_shots, contents)
+    # The front door is what points at the proxy; find proxies first, then look again.
+    proxies = {name for name, role in roles.items() if role is Role.PROXY}
+    for name, service in services.items():
+        if roles[name] is Role.OTHER and _points_at(service, proxies, contents):
+            roles[name] = Role.FRONT_DOOR
+    return roles
+
+
+def image_name(service: Mapping[str, Any]) -> str:
+    """The repository's last path component: `docker.io/x/sglang@sha256:...` -> `sglang`."""
+    image = str(service.get("image") or "")
+    image = image.split("@", 1)[0]
+    last = image.rsplit("/", 1)[-1]
+    return last.split(":", 1)[0].lower()
+
+
+def reserves_gpus(service: Mapping[str, Any]) -> bool:
+    if service.get("gpus") or str(service.get("runtime") or "") == "nvidia":
+        return True
+    try:
+        devices = service["deploy"]["resources"]["reservations"]["devices"]
+    except (KeyError, TypeError):
+        return False
+    if not isinstance(devices, list):
+        return False
+    for device in devices:
+        if not isinstance(device, Mapping):
+            continue
+        capabilities = [str(item) for item in device.get("capabilities") or ()]
+        if "gpu" in capabilities or str(device.get("driver") or "") == "nvidia":
+            return True
+    return False
+
+
+def program_of(service: Mapping[str, Any]) -> str:
+    """The entrypoint and leading command tokens, joined (what the container runs)."""
+    words: list[str] = []
+    for key in ("entrypoint", "command"):
+        try:
+            tokens = command_tokens(service.get(key)) or []
+        except SpellingError:
+            tokens = []
+        for token in tokens:
+            if token.startswith("-"):
+                break
+            words.append(token)
+    return " ".join(words)
+
+
+def _is_engine(service: Mapping[str, Any]) -> bool:
+    if not reserves_gpus(service):
+        return False
+    return bool(_ENGINE_IMAGE.fullmatch(image_name(service)) or _ENGINE_PROGRAM.search(program_of(service)))
+
+
+def _role(  # noqa: PLR0911 (one return per role: first match wins)
+    name: str,
+    service: Mapping[str, Any],
+    engines: set[str],
+    one_shots: set[str],
+    contents: dict[str, str],
+) -> Role:
+    if name in engines:
+        return Role.ENGINE
+    restart = str(service.get("restart", "")).lower()
+    if name in one_shots or restart in ("no", "false") or restart.startswith("on-failure"):
+        return Role.ONE_SHOT
+    image = image_name(service)
+    mounted = [contents.get(source, "") for source in _mounted(service)]
+    if _COLLECTOR_IMAGE.search(image) or any(_looks_like_collector(text) for text in mounted):
+        return Role.COLLECTOR
+    if "dcgm" in image or any("DCGM_" in text for text in mounted):
+        return Role.DCGM
+    if engines and _points_at(service, engines, {}):
+        return Role.PROXY
+    if _mentions_registration(service, mounted):
+        return Role.REGISTRAR
+    if service.get("ports"):
+        return Role.FRONT_DOOR
+    return Role.OTHER
+
+
+def _awaited_completion(services: Mapping[str, Any]) -> set[str]:
+    awaited: set[str] = set()
+    for service in services.values():
+        depends = service.get("depends_on") if isinstance(service, Mapping) else None
+        if isinstance(depends, Mapping):
+            for other, spec in depends.items():
+                if isinstance(spec, Mapping) and spec.get("condition") == "service_completed_successfully":
+                    awaited.add(str(other))
+    return awaited
+
+
+def _mounted(service: Mapping[str, Any]) -> list[str]:
+    """Names of the configs and secrets a service mounts (short or long syntax)."""
+    names: list[str] = []
+    for section in ("configs", "secrets"):
+        entries = service.get(section)
+        if not isinstance(entries, list):  # malformed: the diff still reports it, roles ignore it
+            continue
+        for entry in entries:
+            if isinstance(entry, Mapping):
+                names.append(f"{section}/{entry.get('source', '')}")
+            else:
+                names.append(f"{section}/{entry}")
+    return names
+
+
+def mounted_by(document: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """`configs/<name>` or `secrets/<name>` -> the services mounting it, in file order."""
+    users: dict[str, list[str]] = {}
+    for name, service in (document.get("services") or {}).items():
+        if isinstance(service, Mapping):
+            for source in _mounted(service):
+                users.setdefault(source, []).append(str(name))
+    return {source: tuple(names) for source, names in users.items()}
+
+
+def _config_texts(document: Mapping[str, Any]) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    for section in ("configs", "secrets"):
+        for name, entry in (document.get(section) or {}).items():
+            if isinstance(entry, Mapping) and isinstance(entry.get("content"), str):
+                texts[f"{section}/{name}"] = entry["content"]
+    return texts
+
+
+def _looks_like_collector(text: str) -> bool:
+    return bool(
+        re.search(r"^receivers:", text, re.MULTILINE) and re.search(r"^exporters:", text, re.MULTILINE)
+    )
+
+
+def _strings(service: Mapping[str, Any]) -> list[str]:
+    """Environment values and argv tokens: where a service names the hosts it talks to."""
+    texts: list[str] = []
+    with contextlib.suppress(SpellingError):
+        texts += [value for value in key_values(service.get("environment")).values() if value]
+    for key in ("command", "entrypoint"):
+        with contextlib.suppress(SpellingError):
+            texts += command_tokens(service.get(key)) or []
+    return texts
+
+
+def _points_at(service: Mapping[str, Any], targets: set[str], contents: dict[str, str]) -> bool:
+    if not targets:
+        return False
+    depends = service.get("depends_on")
+    names = {str(item) for item in depends} if isinstance(depends, (list, Mapping)) else set()
+    if names & targets:
+        return True
+    texts = _strings(service) + [contents.get(source, "") for source in _mounted(service)]
+    for target in targets:
+        pattern = re.compile(rf"(?<![\w.-]){re.escape(target)}(?![\w.-])")
+        if any(pattern.search(text) for text in texts):
+            return True
+    return False
+
+
+def _mentions_registration(service: Mapping[str, Any], mounted: list[str]) -> bool:
+    try:
+        env = key_values(service.get("environment"))
+    except SpellingError:
+        env = {}
+    texts = list(env) + _strings(service) + mounted
+    return any(_REGISTER.search(text) for text in texts)

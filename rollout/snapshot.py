@@ -1,0 +1,120 @@
+"""The two ends of a comparison: which commits (or the working tree), and their files.
+
+Defaults, in order: the base is `--base`, else `$TIEROPS_BASE_REF`, else the merge-base
+of HEAD and `origin/main`, else of HEAD and `main`, else HEAD itself; the head is
+`--head`, else the working tree (untracked files included, so a new prod file shows).
+The environment variable exists because nox hands its positional arguments to every
+session of a chain (`nox -s check -- x` reaches pytest and the diff alike), so the
+diff and plan sessions never read posargs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rollout import git
+from rollout.changes import Side
+from tierops.errors import InputError, UsageError
+
+BASE_ENV = "TIEROPS_BASE_REF"
+DEFAULT_PATHS = ("prod",)
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    side: Side
+    files: dict[str, bytes]  # repository-relative path -> bytes
+
+
+def resolve_base(repo: Path, explicit: str | None, environ: Mapping[str, str] | None = None) -> Side:
+    env = os.environ if environ is None else environ
+    if explicit:
+        return Side(explicit, git.resolve(repo, explicit), "--base")
+    from_env = env.get(BASE_ENV, "").strip()
+    if from_env:
+        return Side(from_env, git.resolve(repo, from_env), f"${BASE_ENV}")
+    head = git.head_commit(repo)
+    if head is None:
+        raise UsageError("the repository has no commits yet", hint="pass --base REF")
+    for ref in ("origin/main", "main"):
+        if git.ref_exists(repo, ref):
+            base = git.merge_base(repo, "HEAD", ref)
+            if base:
+                return Side(ref, base, f"merge-base of HEAD and {ref}")
+    return Side("HEAD", head, "HEAD (no origin/main or main)")
+
+
+def resolve_head(repo: Path, explicit: str | None) -> Side:
+    if explicit:
+        return Side(explicit, git.resolve(repo, explicit), "--head")
+    return Side("", None, "the working tree")
+
+
+def repo_paths(repo: Path, paths: Sequence[str], cwd: Path | None = None) -> tuple[str, ...]:
+    """PATHS (relative to the cwd) as repository-relative POSIX paths; default: prod/ at the root."""
+    if not paths:
+        return DEFAULT_PATHS
+    here = (cwd or Path.cwd()).resolve()
+    root = repo.resolve()
+    result: list[str] = []
+    for raw in paths:
+        candidate = (here / raw).resolve()
+        try:
+            relative = candidate.relative_to(root)
+        except ValueError:
+            raise UsageError(f"{raw}: outside the repository {root}") from None
+        text = relative.as_posix()
+        result.append("." if text in ("", ".") else text)
+    return tuple(dict.fromkeys(result))
+
+
+def read_snapshot(repo: Path, side: Side, paths: Sequence[str]) -> Snapshot:
+    """The files under `paths` at `side`: named files always, YAML files of named directories."""
+    files: dict[str, bytes] = {}
+    if side.commit is None:
+        for name in _worktree_files(repo, paths):
+            try:
+                files[name] = (repo / name).read_bytes()
+            except OSError as exc:
+                raise InputError(f"cannot read: {exc.strerror}", where=name) from None
+        return Snapshot(side, files)
+    listed = git.ls_tree(repo, side.commit, [path for path in paths if path != "."] or ["."])
+    for name in listed:
+        if name in paths or name.endswith(YAML_SUFFIXES):
+            data = git.show(repo, side.commit, name)
+            if data is not None:
+                files[name] = data
+    return Snapshot(side, files)
+
+
+def _worktree_files(repo: Path, paths: Sequence[str]) -> list[str]:
+    names: set[str] = set()
+    for path in paths:
+        target = repo / path
+        if target.is_file():
+            names.add(Path(path).as_posix())
+        elif target.is_dir():
+            for child in target.rglob("*"):
+                relative = child.relative_to(repo)
+                if ".git" in relative.parts or ".nox" in relative.parts:
+                    continue
+                if child.is_file() and child.name.endswith(YAML_SUFFIXES):
+                    names.add(relative.as_posix())
+    return sorted(names)
+
+
+def check_paths_exist(repo: Path, base: Snapshot, head: Snapshot, paths: Sequence[str]) -> None:
+    """A PATH that names nothing on either side is a typo: say so instead of "no changes"."""
+    for path in paths:
+        if path in (".", *DEFAULT_PATHS):
+            continue
+        prefix = path.rstrip("/") + "/"
+        known = [*base.files, *head.files]
+        if not any(name == path or name.startswith(prefix) for name in known) and not (repo / path).exists():
+            raise UsageError(
+                f"{path}: no such file or directory at {base.side.describe()} or {head.side.describe()}"
+            )

@@ -1,0 +1,153 @@
+"""Whole files: added, removed, renamed, empty, multi-document, unreadable on one side, bad refs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rollout.changes import Status
+from tests.rollout.diffkit import LONG, changeset, commit, file_change, new_repo, prod_text, run_cli, write
+
+ONE = "services:\n  app:\n    image: app:1\n"
+TWO = "services:\n  app:\n    image: app:2\n"
+
+
+def test_an_added_and_a_removed_file_list_their_services() -> None:
+    added = changeset({}, {"prod/new.yaml": ONE}).files[0]
+    assert (added.status, [s.status for s in added.services]) == (Status.ADDED, [Status.ADDED])
+    removed = changeset({"prod/old.yaml": ONE}, {}).files[0]
+    assert (removed.status, [s.status for s in removed.services]) == (Status.REMOVED, [Status.REMOVED])
+
+
+def test_a_renamed_file_is_one_rename_with_what_changed() -> None:
+    text = prod_text()
+    result = changeset({LONG: text}, {"prod/long.yaml": text.replace('"0.80"', '"0.85"')})
+    (file,) = result.files
+    assert (file.status, file.old_path, file.path) == (Status.RENAMED, LONG, "prod/long.yaml")
+    assert [service.name for service in file.services] == [
+        "model-sg-glm53-w4afp8-tp4-r1",
+        "model-sg-glm53-w4afp8-tp4-r2",
+    ]
+
+
+def test_unrelated_files_are_not_taken_for_a_rename() -> None:
+    result = changeset({"prod/a.yaml": ONE}, {"prod/b.yaml": prod_text()})
+    assert sorted(file.status for file in result.files) == [Status.ADDED, Status.REMOVED]
+
+
+def test_a_url_in_a_flow_sequence_parses_as_compose_reads_it() -> None:
+    # libyaml (ruamel.yaml.clib) rejects this YAML 1.2 plain scalar; Compose accepts it.
+    old = "services:\n  app:\n    healthcheck:\n      test: [CMD, curl, http://localhost:8000/health]\n"
+    new = old.replace("/health", "/ready")
+    (change,) = file_change(old, new).services[0].changes
+    assert (change.old, change.new) == (
+        ["CMD", "curl", "http://localhost:8000/health"],
+        ["CMD", "curl", "http://localhost:8000/ready"],
+    )
+
+
+def test_an_empty_file_has_no_services() -> None:
+    file = file_change("", ONE)
+    assert [(service.name, service.status) for service in file.services] == [("app", Status.ADDED)]
+    assert file_change("# nothing yet\n", "").status is Status.UNCHANGED
+
+
+def test_each_document_of_a_multi_document_file_is_compared_on_its_own() -> None:
+    old = f"{ONE}---\nservices:\n  other:\n    image: other:1\n"
+    new = f"{TWO}---\nservices:\n  other:\n    image: other:1\n---\n{ONE}"
+    files = changeset({"prod/m.yaml": old}, {"prod/m.yaml": new}).files
+    assert [(file.document, file.status) for file in files] == [
+        (1, Status.CHANGED),
+        (2, Status.UNCHANGED),
+        (3, Status.ADDED),
+    ]
+    assert files[0].label == "prod/m.yaml (document 1)"
+
+
+def test_a_file_that_does_not_parse_on_one_side_is_an_error_line_and_the_rest_goes_on() -> None:
+    result = changeset(
+        {"prod/a.yaml": ONE, "prod/b.yaml": ONE},
+        {"prod/a.yaml": "services:\n  app: [unclosed\n", "prod/b.yaml": TWO},
+    )
+    bad, good = result.files
+    assert bad.status is Status.ERROR
+    assert bad.error == (
+        "prod/a.yaml:3:1: invalid YAML: expected ',' or ']', but got '<stream end>' "
+        "(in the head, the working tree)"
+    )
+    assert good.status is Status.CHANGED
+
+
+def test_a_duplicate_key_error_never_quotes_the_values() -> None:
+    file = file_change(ONE, "services:\n  app:\n    image: a\n    image: hf_AbCdEfGhIjKlMnOpQrStUv\n")
+    assert (
+        file.error
+        == 'prod/x.yaml:4:5: invalid YAML: found duplicate key "image" (in the head, the working tree)'
+    )
+
+
+def test_a_top_level_that_is_not_a_mapping_is_refused_with_its_place() -> None:
+    file = file_change(ONE, "- just\n- a list\n")
+    assert file.error == (
+        "prod/x.yaml: the top level is a list, not a mapping of compose keys (in the head, the working tree)"
+    )
+
+
+def test_cli_exits_2_with_one_line_for_a_file_that_does_not_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = new_repo(tmp_path, {"prod/a.yaml": ONE, "prod/b.yaml": ONE})
+    write(repo, {"prod/a.yaml": "services: [\n", "prod/b.yaml": TWO})
+    code, out, err = run_cli(monkeypatch, capsys, repo, ["diff"])
+    assert code == 2
+    assert err == ""
+    assert out.splitlines()[1:] == [
+        "prod/a.yaml: cannot compare: prod/a.yaml:2:1: invalid YAML: expected the node content, "
+        "but found '<stream end>' (in the head, the working tree)",
+        "prod/b.yaml: 1 service(s) changed",
+        "  app: image: app:1 -> app:2",
+    ]
+    code, out, err = run_cli(monkeypatch, capsys, repo, ["diff", "--format", "json"])
+    assert code == 2
+    assert err.splitlines() == [
+        "prod/a.yaml: prod/a.yaml:2:1: invalid YAML: expected the node content, but found '<stream end>' "
+        "(in the head, the working tree)"
+    ]
+
+
+def test_a_ref_that_does_not_exist_is_exit_2_and_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = new_repo(tmp_path, {"prod/a.yaml": ONE})
+    code, out, err = run_cli(monkeypatch, capsys, repo, ["diff", "--base", "no-such-ref"])
+    assert (code, out) == (2, "")
+    assert err == "unknown git ref 'no-such-ref'; check the name with `git rev-parse --verify`\n"
+    code, out, err = run_cli(monkeypatch, capsys, repo, ["plan"], base_env="v9.9.9")
+    assert (code, out, err) == (
+        2,
+        "",
+        "unknown git ref 'v9.9.9'; check the name with `git rev-parse --verify`\n",
+    )
+
+
+def test_a_path_that_exists_nowhere_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = new_repo(tmp_path, {"prod/a.yaml": ONE})
+    code, out, err = run_cli(monkeypatch, capsys, repo, ["diff", "prod/typo.yaml"])
+    assert (code, out) == (2, "")
+    assert err == (
+        "prod/typo.yaml: no such file or directory at the merge-base of HEAD and origin/main (de48f44) "
+        "or the working tree\n"
+    )
+
+
+def test_a_file_renamed_between_two_commits_is_reported_as_renamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = new_repo(tmp_path, {LONG: prod_text()})
+    commit(repo, {LONG: None, "prod/long.yaml": prod_text()}, "rename")
+    code, out, _ = run_cli(monkeypatch, capsys, repo, ["diff", "--base", "HEAD~1", "--head", "HEAD"])
+    assert code == 0
+    assert out.splitlines()[1] == f"{LONG} -> prod/long.yaml: renamed from {LONG}: no semantic change"

@@ -1,0 +1,63 @@
+"""Identical changes on several services are one line, with the same-role exceptions named."""
+
+from __future__ import annotations
+
+from rollout.folding import Folded, fold
+from rollout.report_diff import render_markdown
+from tests.rollout.diffkit import R1, R2, changeset, fixture, prod_text, text_lines
+
+FLAG = "      - --enable-dynamic-batch-tokenizer\n"
+
+
+def without_dyntok(text: str) -> str:
+    return text.replace(FLAG, "")
+
+
+def test_the_same_flag_on_both_replicas_is_one_line() -> None:
+    new = prod_text()
+    lines = text_lines(without_dyntok(new), new)
+    assert lines[1] == f"  {R1}, {R2}: + --enable-dynamic-batch-tokenizer"
+    assert sum("--enable-dynamic-batch-tokenizer" in line for line in lines) == 1
+
+
+def test_different_values_are_never_folded() -> None:
+    old = prod_text()
+    new = old.replace('"127.0.0.1:29510"', '"127.0.0.1:29610"').replace(
+        '"127.0.0.1:29511"', '"127.0.0.1:29611"'
+    )
+    assert text_lines(old, new)[1:] == [
+        f"  {R1}: --dist-init-addr: 127.0.0.1:29510 -> 127.0.0.1:29610",
+        f"  {R2}: --dist-init-addr: 127.0.0.1:29511 -> 127.0.0.1:29611",
+    ]
+
+
+def test_an_engine_left_out_of_a_folded_change_is_named() -> None:
+    old = fixture("handwritten.yaml").replace(
+        "  router:\n",
+        "  vllm-c:\n    <<: *engine\n    command: vllm serve Qwen/Qwen3-8B --port=8000\n  router:\n",
+    )
+    new = old.replace(
+        "--max-model-len 32768 --port=8000", "--max-model-len 32768 --port=8000 --enable-prefix-caching"
+    )
+    assert text_lines(old, new)[1:] == ["  vllm-a, vllm-b: + --enable-prefix-caching (not on vllm-c)"]
+
+
+def test_a_change_on_every_engine_names_no_exception() -> None:
+    old = fixture("handwritten.yaml")
+    new = old.replace("--max-model-len 32768", "--max-model-len 65536")
+    assert text_lines(old, new)[1:] == ["  vllm-a, vllm-b: --max-model-len: 32768 -> 65536"]
+
+
+def test_folded_services_share_one_markdown_row() -> None:
+    new = prod_text()
+    markdown = render_markdown(changeset({"prod/x.yaml": without_dyntok(new)}, {"prod/x.yaml": new}))
+    assert f"| `{R1}`<br>`{R2}` | engine | `+ --enable-dynamic-batch-tokenizer` |" in markdown
+
+
+def test_fold_keeps_first_appearance_order_and_skips_exceptions_across_roles() -> None:
+    items = [("a", "x"), ("a", "y"), ("b", "x"), ("c", "y")]
+    roles = {"a": "engine", "b": "engine", "c": "proxy", "d": "engine"}
+    assert fold(items, roles, ["a", "b", "c", "d"]) == [
+        Folded(("a", "b"), "x", ("d",)),
+        Folded(("a", "c"), "y", ()),
+    ]

@@ -1,0 +1,176 @@
+"""The dyntok rollout, end to end from two real commits: exactly r2, r1, then the collector.
+
+Base: this repository's files generated without the dyntok feature (its lines removed
+from generators/glm53.targets.yaml); head: generated with it. Both are commits of a
+temporary repository with a bare origin.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generators.cli import main as generate
+from tests.rollout.diffkit import LONG, R1, R2, ROOT, commit, git, new_repo, run_cli
+
+TARGETS = ROOT / "generators" / "glm53.targets.yaml"
+
+
+def generated(tmp_path: Path, name: str, *, dyntok: bool) -> dict[str, bytes]:
+    text = TARGETS.read_text(encoding="utf-8")
+    if not dyntok:
+        text = "".join(line for line in text.splitlines(True) if "- dyntok" not in line)
+    targets = tmp_path / f"{name}.targets.yaml"
+    targets.write_text(text, encoding="utf-8")
+    out = tmp_path / name
+    out.mkdir()
+    assert generate(["--write", "--targets-file", str(targets), "--prod-dir", str(out)]) == 0
+    return {f"prod/{path.name}": path.read_bytes() for path in sorted(out.iterdir())}
+
+
+@pytest.fixture
+def dyntok_repo(tmp_path: Path) -> Path:
+    base = generated(tmp_path, "base", dyntok=False)
+    head = generated(tmp_path, "head", dyntok=True)
+    assert base != head
+    repo = new_repo(tmp_path, base)
+    commit(repo, head, "Enable the dynamic batch tokenizer on the long-context replicas")
+    return repo
+
+
+def plan_json(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *extra: str
+) -> dict[str, Any]:
+    code, out, err = run_cli(
+        monkeypatch, capsys, repo, ["plan", "--base", "HEAD~1", "--head", "HEAD", "--format", "json", *extra]
+    )
+    assert (code, err) == (0, "")
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def test_the_dyntok_plan_is_r2_then_r1_then_the_collector_alone(
+    dyntok_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = plan_json(dyntok_repo, monkeypatch, capsys)
+    (file,) = plan["files"]
+    assert file["path"] == LONG
+    steps = [(stage["service"], step["action"]) for stage in file["stages"] for step in stage["steps"]]
+    replace = ["down (dry run)", "down", "up (dry run)", "up", "verify"]
+    assert steps == (
+        [(R2, action) for action in replace]
+        + [(R1, action) for action in replace]
+        + [("otelcol-contrib", action) for action in replace]
+    )
+    assert [stage["role"] for stage in file["stages"]] == ["engine", "engine", "telemetry (collector)"]
+    assert [stage["interrupts_traffic"] for stage in file["stages"]] == [False, False, False]
+    assert file["untouched"] == [
+        "model-downloader",
+        "proxy-glm53",
+        "nginx",
+        "model-proxy-registrar",
+        "dcgm-glm53",
+    ]
+    assert file["notes"] == []
+
+
+def test_every_call_is_scoped_to_one_service_with_the_file_that_defines_it(
+    dyntok_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = plan_json(dyntok_repo, monkeypatch, capsys)
+    for stage in plan["files"][0]["stages"]:
+        down_dry, down, up_dry, up, verify = stage["steps"]
+        only = [stage["service"]]
+        for step, endpoint, tag, dry_run in (
+            (down_dry, "POST /compose/down", "<OLD_TAG>", True),
+            (down, "POST /compose/down", "<OLD_TAG>", False),
+            (up_dry, "POST /compose/up", "<NEW_TAG>", True),
+            (up, "POST /compose/up", "<NEW_TAG>", False),
+        ):
+            assert step["endpoint"] == endpoint
+            assert step["payload"] == {
+                "tag": tag,
+                "file": LONG,
+                "services": only,
+                "force_recreate": False,
+                "dry_run": dry_run,
+            }
+        assert down_dry["rollback"] == up_dry["rollback"] == []
+        assert [call["payload"]["tag"] for call in down["rollback"]] == ["<OLD_TAG>"]
+        assert [(call["endpoint"], call["payload"]["tag"]) for call in up["rollback"]] == [
+            ("POST /compose/down", "<NEW_TAG>"),
+            ("POST /compose/up", "<OLD_TAG>"),
+        ]
+        assert verify["rollback"] == up["rollback"]
+        assert up["command"] == (
+            f"git checkout --quiet '<NEW_TAG>' && docker compose -f {LONG} up -d --no-deps --remove-orphans "
+            f"{stage['service']}"
+        )
+
+
+def test_each_engine_is_verified_by_health_a_real_completion_and_its_variant(
+    dyntok_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = plan_json(dyntok_repo, monkeypatch, capsys)
+    r2 = plan["files"][0]["stages"][0]
+    checks = r2["steps"][-1]["checks"]
+    assert [check["what"] for check in checks] == [
+        "healthy (allow its start_period, 40m)",
+        "one real completion through this replica alone",
+        "the new config_variant is live on the container",
+        "its config_variant is seen in metrics (PromQL; the scrape label follows the collector step)",
+    ]
+    variant = "fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi2-h200-tp4-ep4-dyntok"
+    assert checks[2]["expect"] == variant
+    assert checks[3]["command"] == (
+        f'count by (container_name, config_variant) (sglang_num_running_reqs{{container_name="{R2}"}})'
+    )
+    assert '"model":"z-ai/glm-5.3-flash"' in checks[1]["command"]
+
+
+def test_tags_come_from_the_options_or_the_commits(
+    dyntok_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git(dyntok_repo, "tag", "-a", "v0.0.7", "-m", "v0.0.7", "HEAD~1")
+    plan = plan_json(dyntok_repo, monkeypatch, capsys)
+    assert (plan["tags"]["new"], plan["tags"]["old"]) == ("<NEW_TAG>", "v0.0.7")
+    assert plan["tags"]["notes"] == [
+        "<NEW_TAG>: the v0.0.N tag of the merge commit; the head "
+        f"(HEAD ({git(dyntok_repo, 'rev-parse', '--short=7', 'HEAD')})) is not tagged yet. "
+        "Substitute it, or pass --tag, once it exists and is old enough to deploy"
+    ]
+    plan = plan_json(dyntok_repo, monkeypatch, capsys, "--tag", "v0.0.8")
+    assert (plan["tags"]["new"], plan["tags"]["old"], plan["tags"]["notes"]) == ("v0.0.8", "v0.0.7", [])
+    first_up = plan["files"][0]["stages"][0]["steps"][3]
+    assert first_up["payload"]["tag"] == "v0.0.8"
+
+
+def test_the_text_plan_reads_in_order_with_payload_command_and_rollback(
+    dyntok_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(
+        monkeypatch, capsys, dyntok_repo, ["plan", "--base", "HEAD~1", "--head", "HEAD", "--tag", "v0.0.8"]
+    )
+    assert code == 0
+    lines = out.splitlines()
+    headings = [line for line in lines if line.startswith("  ") and line[2:3].isdigit()]
+    assert headings == [
+        f"  1. {R2} [engine]: definition changed (argv, labels)",
+        f"  2. {R1} [engine]: definition changed (argv, labels)",
+        "  3. otelcol-contrib [telemetry (collector)]: config otelcol_app_config changed",
+    ]
+    assert (
+        "  not touched (unchanged): model-downloader, proxy-glm53, nginx, model-proxy-registrar, dcgm-glm53"
+        in lines
+    )
+    at = lines.index("     1.4 up:")
+    assert lines[at + 1 : at + 4] == [
+        f'         POST /compose/up {{"tag": "v0.0.8", "file": "{LONG}", "services": ["{R2}"], '
+        '"force_recreate": false, "dry_run": false}',
+        f"         $ git checkout --quiet v0.0.8 && docker compose -f {LONG} up -d --no-deps --remove-orphans {R2}",
+        "         rollback:",
+    ]
+    assert "proxy-glm53 [" not in out and "nginx [" not in out and "registrar [" not in out
