@@ -168,20 +168,14 @@ class FileChange:
 
     @property
     def label(self) -> str:
-        shown = f"{self.old_path} -> {self.path}" if self.old_path else self.path
-        return f"{shown} (document {self.document})" if self.document else shown
+        return file_label(self.path, self.old_path, self.document)
 
     def all_changes(self) -> list[Change]:
         return [change for service in self.services for change in service.changes] + list(self.others)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "status": self.status.value}
-        if self.old_path:
-            out["old_path"] = self.old_path
-        if self.document:
-            out["document"] = self.document
-        if self.error:
-            out["error"] = self.error
+        out = file_identity(self.path, self.old_path, self.document, self.error)
+        out["status"] = self.status.value
         out["services"] = [service.to_json() for service in self.services]
         out["others"] = [change.to_json() for change in self.others]
         out["roles"] = dict(self.roles)
@@ -270,3 +264,22 @@ class ChangeSet:
             files=tuple(FileChange.from_json(item) for item in data["files"]),
             masked=bool(data.get("masked", False)),
         )
+
+
+def file_label(path: str, old_path: str | None, document: int | None) -> str:
+    """How a file is named in every report: a rename shows both paths, a multi-document
+    file its document number."""
+    shown = f"{old_path} -> {path}" if old_path else path
+    return f"{shown} (document {document})" if document else shown
+
+
+def file_identity(path: str, old_path: str | None, document: int | None, error: str | None) -> dict[str, Any]:
+    """The JSON keys that identify a file in the change model and in the plan."""
+    out: dict[str, Any] = {"path": path}
+    if old_path:
+        out["old_path"] = old_path
+    if document:
+        out["document"] = document
+    if error:
+        out["error"] = error
+    return out

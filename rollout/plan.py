@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from rollout.changes import Aspect, ChangeSet, FileChange, Side, Status
+from rollout.changes import Aspect, ChangeSet, FileChange, Side, Status, file_identity, file_label
 from rollout.checks import Check, checks_for, replica_number, rollout_order
 from rollout.normalize import services_of
 from rollout.roles import INTERRUPTS_TRAFFIC, Role
@@ -128,17 +128,10 @@ class FilePlan:
 
     @property
     def label(self) -> str:
-        shown = f"{self.old_path} -> {self.path}" if self.old_path else self.path
-        return f"{shown} (document {self.document})" if self.document else shown
+        return file_label(self.path, self.old_path, self.document)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path}
-        if self.old_path:
-            out["old_path"] = self.old_path
-        if self.document:
-            out["document"] = self.document
-        if self.error:
-            out["error"] = self.error
+        out = file_identity(self.path, self.old_path, self.document, self.error)
         out["stages"] = [stage.to_json() for stage in self.stages]
         out["untouched"] = list(self.untouched)
         out["notes"] = list(self.notes)
