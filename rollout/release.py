@@ -178,8 +178,7 @@ def _config_sources(value: Any) -> list[str]:
 
 def record_for_commit(repo: Path, commit: str, verify: str) -> Record:
     """Hash every prod file at `commit` (read from git objects, not the working tree)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from rollout.normalize import load_documents
 
     digests: dict[str, dict[str, str]] = {}
     for path in git.ls_files(repo, commit, PROD_DIR):
@@ -189,17 +188,16 @@ def record_for_commit(repo: Path, commit: str, verify: str) -> Record:
         where = f"{path} at {commit[:12]}"
         if data is None:
             raise InputError("cannot read the file from git", where=where)
+        # Read from git objects, not the working tree: a backfill hashes commits that are
+        # not checked out. The same loader as the diff, so both agree on what a file says.
+        documents = load_documents(data, where=where)
+        if len(documents) != 1:
+            raise InputError(f"holds {len(documents)} YAML documents; a prod file holds one", where=where)
         try:
-            # Read from git objects, not the working tree: a backfill hashes commits
-            # that are not checked out. The digest is computed from plain data, so the
-            # safe loader is enough; the pure one, because libyaml's parser (YAML 1.1)
-            # rejects `http://...` inside our flow-style healthcheck lists.
-            document = YAML(typ="safe", pure=True).load(data.decode("utf-8"))
-            digests[path] = definition_digests(document)
-        except (YAMLError, UnicodeDecodeError, SpellingError) as exc:
-            message = " ".join(str(exc).split())
+            digests[path] = definition_digests(documents[0])
+        except SpellingError as exc:
             raise InputError(
-                f"cannot hash its services: {message}",
+                f"cannot hash its services: {' '.join(str(exc).split())}",
                 where=where,
                 hint="a commit whose prod files do not parse cannot be a rollback point; fix main first",
             ) from None
