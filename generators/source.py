@@ -94,7 +94,6 @@ class Source:
     engine: EngineSkeleton
     replicas: Mapping[str, Replica]
     services: Mapping[str, Any]
-    service_marks: Mapping[str, Mark]
     scrape_ports: Mapping[str, int]
     volumes: Any
     networks: Any
@@ -233,7 +232,6 @@ def load_source(path: Path = DEFAULT_SOURCE, *, display: str | None = None) -> S
         engine=engine,
         replicas=replicas,
         services=services,
-        service_marks={str(k): r.at(services, k) for k in services},
         scrape_ports=scrape_ports,
         volumes=doc.get("volumes"),
         networks=doc.get("networks"),

@@ -48,20 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def resolve_tags(repo: Path, changeset: ChangeSet, tag: str | None, base_tag: str | None) -> Tags:
     notes: list[str] = []
-    new = tag
-    if new is None and changeset.head.commit:
-        found = git.tags_at(repo, changeset.head.commit)
-        new = found[-1] if found else None
+    new = tag or _tag_of(repo, changeset.head.commit)
     if new is None:
         new = NEW_TAG
         notes.append(
             f"{NEW_TAG}: the v0.0.N tag of the merge commit; the head ({changeset.head.describe()}) "
             "is not tagged yet. Substitute it, or pass --tag, once it exists and is old enough to deploy"
         )
-    old = base_tag
-    if old is None and changeset.base.commit:
-        found = git.tags_at(repo, changeset.base.commit)
-        old = found[-1] if found else None
+    old = base_tag or _tag_of(repo, changeset.base.commit)
     if old is None:
         old = OLD_TAG
         notes.append(
@@ -69,6 +63,12 @@ def resolve_tags(repo: Path, changeset: ChangeSet, tag: str | None, base_tag: st
             "Substitute it, or pass --base-tag"
         )
     return Tags(new, old, tuple(notes))
+
+
+def _tag_of(repo: Path, commit: str | None) -> str | None:
+    """The newest release tag on `commit`, if it has one."""
+    found = git.tags_at(repo, commit) if commit else []
+    return found[-1] if found else None
 
 
 def head_documents(repo: Path, changeset: ChangeSet) -> dict[tuple[str, int | None], Mapping[str, Any]]:
