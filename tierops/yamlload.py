@@ -331,8 +331,13 @@ class _Composer:
                 if event.anchor:
                     self.anchor_pos.append(_pos(event))
                     self.anchors[event.anchor] = (value, 1)
-                span = (event.start_mark.index, event.end_mark.index)
-                self._attach(value, _pos(event), 1, plain=not event.style, fresh=True, span=span)
+                if value is None and not event.value and not event.style:
+                    # An empty value (`key:`): the two parsers place it differently (after
+                    # the colon, or at the next token); it is pointed at by its key.
+                    self._attach(value, self._empty_pos(event.start_mark.index), 1, plain=True, fresh=True, span=None)
+                else:
+                    span = (event.start_mark.index, event.end_mark.index)
+                    self._attach(value, _pos(event), 1, plain=not event.style, fresh=True, span=span)
             elif kind in (_MAP_START, _SEQ_START):
                 if len(stack) >= MAX_DEPTH:
                     # Checked before the deeper node is parsed: the rest of the file is
@@ -366,6 +371,16 @@ class _Composer:
                 self.root = []
             elif kind == _DOC_END:
                 self._end_document(_pos(event))
+
+    def _empty_pos(self, index: int) -> Pos:
+        frame = self.stack[-1] if self.stack else None
+        if frame is not None and frame.is_map and frame.key is not _NO_KEY:
+            return frame.key_pos
+        text = self.text
+        while index > 0 and text[index - 1] in " \t\r\n":
+            index -= 1
+        line_start = text.rfind("\n", 0, index) + 1
+        return Pos(text.count("\n", 0, index) + 1, index - line_start + 1)
 
     def _end_document(self, pos: Pos) -> None:
         value, where = self.root[0] if self.root else (None, pos)
@@ -457,6 +472,15 @@ def _apply_merges(frame: _Frame) -> None:
                 mapping.value_pos[key] = source.value_pos.get(key, source.pos)
                 if key in source.value_span:
                     mapping.value_span[key] = source.value_span[key]
+
+
+def scalar_text(value: Any) -> str:
+    """A YAML scalar as text (bools lower-case, None empty), for values read as strings."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    return str(value)
 
 
 def key_text(value: Any) -> str:

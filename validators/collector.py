@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tierops.compose import scalar_text
+from tierops.yamlload import scalar_text
 from validators.embedded import Embedded, embedded
 from validators.findings import Finding, Pos
-from validators.loader import YList, YMap
+from tierops.yamlload import YList, YMap
 from validators.model import ComposeFile
 
 
@@ -72,11 +72,11 @@ def collector(compose: ComposeFile, config_name: str, receiver: str) -> Collecto
     config = embedded(compose, config_name)
     result: Collector | None = None
     if config is not None:
-        parsed = config.parse_yaml(compose.path)
+        parsed = config.parse_yaml(compose.path, "collector-config")
         if isinstance(parsed, Finding):
             result = Collector(config, None, parsed, [], config.key_pos)
         else:
-            result = _jobs(config, parsed.data, receiver)
+            result = _jobs(config, parsed, receiver)
     compose.cache[cache_key] = result
     return result
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 from validators.context import Context
 from validators.findings import Finding, error
-from validators.loader import YMap
+from tierops.yamlload import YMap
 from validators.model import ComposeFile, Service
 
 ID = "compose-hygiene"
@@ -61,6 +61,8 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     services = compose.data.get("services")
     if not isinstance(services, YMap):
         yield error(path, compose.services_pos(), ID, "no `services:` mapping; a compose file needs one")
+    for pos, message in compose.project.problems:
+        yield error(path, pos, ID, message)
     for service in compose:
         for pos, message in service.problems:
             yield error(path, pos, ID, message)
@@ -75,15 +77,15 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             )
         yield from _secrets(path, service)
     if GENERATED_MARK in "\n".join(compose.doc.lines[:5]):
-        for pos in compose.doc.anchors:
+        for pos in compose.doc.loaded.anchors:
             yield error(
                 path, pos, ID, "YAML anchor in a generated file; the generator must write every value out"
             )
-        for pos in compose.doc.aliases:
+        for pos in compose.doc.loaded.aliases:
             yield error(
                 path, pos, ID, "YAML alias in a generated file; the generator must write every value out"
             )
-        for pos in compose.doc.merges:
+        for pos in compose.doc.loaded.merges:
             yield error(
                 path,
                 pos,

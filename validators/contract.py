@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tierops.errors import InputError
-from validators.findings import Finding
-from validators.loader import load_file
+from tierops.yamlload import LoadError, load_path
 
 CONTRACTS = Path(__file__).resolve().parent / "contracts"
 DEFAULT_CONTRACT = CONTRACTS / "glm53.yaml"
@@ -148,12 +147,14 @@ class BuildContract:
 def _read(path: Path) -> dict[str, Any]:
     """A contract file through the same loader as prod files: a duplicate key is an error here too."""
     try:
-        document = load_file(path)
+        loaded = load_path(path)
     except InputError as exc:
         raise InputError(f"cannot read contract: {exc.message}", where=str(path)) from None
-    if isinstance(document, Finding):
-        raise InputError(f"contract: {document.message}", where=f"{path}:{document.line}:{document.col}")
-    return document.data
+    except LoadError as exc:
+        raise InputError(f"contract: {exc.message}", where=f"{path}:{exc.pos}") from None
+    if len(loaded.documents) != 1:
+        raise InputError("contract: one YAML document expected", where=str(path))
+    return loaded.documents[0]
 
 
 def _strs(values: Any) -> tuple[str, ...]:

@@ -33,12 +33,11 @@ from __future__ import annotations
 import re
 from collections.abc import Generator, Iterator
 
-from tierops.compose import scalar_text
+from tierops.yamlload import scalar_text
 from validators.collector import collector
 from validators.context import Context
 from validators.embedded import embedded
 from validators.findings import Finding, Pos, error
-from validators.loader import YList, YMap
 from validators.model import ComposeFile, Service
 
 ID = "dcgm-metrics"
@@ -77,9 +76,8 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     yield from _gpus(path, dcgm, compose, ctx)
     fields = yield from _csv(compose, dcgm, ctx)
     if any(field.startswith("DCGM_FI_PROF_") for field in fields):
-        caps = dcgm.get("cap_add")
-        names = [scalar_text(cap) for cap in caps] if isinstance(caps, YList) else []
-        if "SYS_ADMIN" not in names:
+        # As Docker grants them: CAP_SYS_ADMIN is SYS_ADMIN.
+        if "SYS_ADMIN" not in (dcgm.runtime().get("cap_add") or []):
             yield error(
                 path,
                 dcgm.at("cap_add"),
@@ -128,29 +126,20 @@ def _csv(  # noqa: PLR0912 (one branch per check)
         )
         return []
     entry, pos = mount
-    if not isinstance(entry, YMap):
-        yield error(
-            path,
-            pos,
-            ID,
-            f"{dcgm.name} mounts the counters CSV in short syntax; use source/target/mode {spec['mode']} (read-only)",
-        )
-        return []
     mode = entry.get("mode")
-    if "mode" not in entry:
+    if mode is None:
         yield error(
             path,
             pos,
             ID,
             f"{dcgm.name} mounts the counters CSV without a mode; set mode: {spec['mode']} (read-only)",
         )
-    elif compose_mode(mode) != int(str(spec["mode"]), 8):
-        shown = oct(mode) if isinstance(mode, int) and not isinstance(mode, bool) else repr(mode)
+    elif not isinstance(mode, str) or not mode.isdigit() or int(mode, 8) != int(str(spec["mode"]), 8):
         yield error(
             path,
-            entry.at("mode"),
+            dcgm.at("configs", mount_index(dcgm, entry), "mode"),
             ID,
-            f"{dcgm.name} counters CSV mode is {shown}; it must be {spec['mode']} (read-only)",
+            f"{dcgm.name} counters CSV mode is {mode}; it must be {spec['mode']} (read-only)",
         )
     source = scalar_text(entry.get("source"))
     content = embedded(compose, source)
@@ -192,18 +181,18 @@ def _csv(  # noqa: PLR0912 (one branch per check)
     return list(fields)
 
 
-def _mount(dcgm: Service, target: str) -> tuple[object, Pos] | None:
+def _mount(dcgm: Service, target: str) -> tuple[dict[str, object], Pos] | None:
+    """The config mounted at `target` (a short `- name` mounts at /<name>), and where it is written."""
     configs = dcgm.get("configs")
-    if not isinstance(configs, YList):
-        return None
-    for index, entry in enumerate(configs):
-        if isinstance(entry, YMap) and scalar_text(entry.get("target")) == target:
-            return entry, configs.at(index)
-    for index, entry in enumerate(configs):
-        if isinstance(entry, str):
-            # Short syntax (`- name`): compose mounts it at /<name>, without a mode.
-            return entry, configs.at(index)
+    for index, entry in enumerate(configs if isinstance(configs, list) else ()):
+        if isinstance(entry, dict) and (entry.get("target") or f"/{entry.get('source')}") == target:
+            return entry, dcgm.at("configs", index)
     return None
+
+
+def mount_index(dcgm: Service, entry: object) -> int:
+    configs = dcgm.get("configs") or []
+    return next(index for index, item in enumerate(configs) if item is entry)
 
 
 def _scrape(compose: ComposeFile, dcgm: Service, ctx: Context) -> Iterator[Finding]:
@@ -230,18 +219,3 @@ def _scrape(compose: ComposeFile, dcgm: Service, ctx: Context) -> Iterator[Findi
                 ID,
                 f"DCGM scrape job {key} is {job.value(key)}; expected {col[key]}",
             )
-
-
-def compose_mode(value: object) -> int | None:
-    """A config mount's mode as compose reads it: an integer as written (`0444` and
-    `0o444` are both 292 in YAML), a string always as octal digits (`"0444"` -> 292)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        try:
-            return int(value.strip(), 8)
-        except ValueError:  # digits 8 and 9 are not octal
-            return None
-    return None

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from validators.findings import Finding, Pos
-from validators.loader import Document, parse
+from tierops.yamlload import LoadError, YMap, load_bytes
+from validators.findings import Finding, Pos, error
 from validators.model import ComposeFile
 
 
@@ -43,15 +43,15 @@ class Embedded:
         """The file position of the text's line `number` (1-based), at its first column."""
         return self.outer(Pos(number, 1))
 
-    def parse_yaml(self, path: str) -> Document | Finding:
-        """The text as YAML; a problem is one finding positioned in the compose file."""
-        result = parse(self.text.encode("utf-8"), path)
-        if isinstance(result, Finding):
-            pos = self.outer(Pos(result.line, result.col))
-            return result._replace(
-                line=pos.line, col=pos.col, message=f"configs.{self.name}.content: {result.message}"
-            )
-        return result
+    def parse_yaml(self, path: str, rule: str) -> YMap | Finding:
+        """The text as one YAML mapping; a problem is one finding positioned in the compose file."""
+        try:
+            loaded = load_bytes(self.text.encode("utf-8"), path)
+        except LoadError as problem:
+            return error(path, self.outer(problem.pos), rule, f"configs.{self.name}.content: {problem.message}")
+        if len(loaded.documents) != 1:
+            return error(path, self.key_pos, rule, f"configs.{self.name}.content holds {len(loaded.documents)} YAML documents, not one")
+        return loaded.documents[0]
 
 
 def unescape(text: str) -> str:

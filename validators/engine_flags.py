@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from validators.context import Context
 from validators.findings import START, Finding, Pos, error, warning
 from validators.manifest import FlagSpec
-from validators.model import ComposeFile, Service, Token, canonical
+from tierops.argv import aliases_for
+from validators.model import ComposeFile, Service, Token
 
 ID = "engine-flags"
 SUMMARY = (
@@ -64,6 +65,14 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     for service in compose:
         if is_engine(service):
             yield from _check_engine(compose.path, service, ctx)
+
+
+_SGLANG_ALIASES = aliases_for("sglang")
+
+
+def canonical(flag: str) -> str:
+    """The manifest's spelling of an SGLang flag (`--tensor-parallel-size` is `--tp-size`)."""
+    return _SGLANG_ALIASES.get(flag, flag)
 
 
 def _spec(flag: str, ctx: Context) -> FlagSpec | None:

@@ -9,20 +9,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import NamedTuple
 
+from tierops.yamlload import START, Pos  # one position type for the loader and the findings
+
+__all__ = ["START", "Finding", "Level", "Pos", "error", "warning"]
+
 
 class Level(StrEnum):
     ERROR = "error"
     WARNING = "warning"
-
-
-class Pos(NamedTuple):
-    """A 1-based line and column inside one file."""
-
-    line: int
-    col: int
-
-
-START = Pos(1, 1)
 
 
 class Finding(NamedTuple):

@@ -1,25 +1,31 @@
-"""A compose file as the rules see it: services with tokens, env and labels, each positioned.
+"""A compose file as the rules see it: the canonical model, with positions to point at.
 
-Built once per file from the loader's Document. The spelling rules (string or list
-command, `--flag=value`, flag aliases, env/labels as a list or a mapping) are
-tierops.compose's, so the validators, the semantic diff and the release hashes agree
-on what is the same; this module only adds the positions.
+Built once per file from tierops.canonical's Project. Every value here is what Compose
+means (`$VAR` is `${VAR}`, `300s` is `5m0s`, a string command is its words, ports and
+volumes in the long syntax), so a rule compares meanings, never spellings; and every
+value keeps where the author wrote it, so a finding points at that text.
 
-Nothing here raises on odd input: a value that cannot be read in any compose spelling
-is recorded in `Service.problems` and reported by compose-hygiene.
+The flag-level reading of an engine's words (`--flag=value`, aliases per program) is
+tierops.argv's.
+
+Nothing here raises on odd input: a value compose would refuse is recorded in
+`Service.problems` and reported by compose-hygiene.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tierops.compose import FLAG_ALIASES, SpellingError, key_values, scalar_text, split_argv
-from validators.findings import Pos
-from validators.loader import Document, YList, YMap
+from tierops import canonical
+from tierops.argv import Argv, aliases_for, engine_program, split_argv
+from tierops.yamlload import Pos, YMap
+from validators.loader import Document
+
+# GPUs of one host of this tier (SPEC 1): `count: all` reserves exactly these.
+HOST_GPUS = 8
 
 
 @dataclass(frozen=True)
@@ -32,91 +38,134 @@ class Token:
 class Flag:
     """One option of an argv: canonical flag, value, and where each is written."""
 
-    flag: str  # canonical spelling (`--tp` and `--tensor-parallel-size` become `--tp-size`)
-    written: str  # as written, before `=value` splitting and alias normalisation
+    flag: str  # canonical spelling (`--tensor-parallel-size` is `--tp-size` for SGLang)
+    written: str  # as written, before `=value` splitting and aliasing
     value: str | None
-    pos: Pos  # the flag token
-    value_pos: Pos  # the value token (the flag token for `--flag=value` or a bare flag)
-    index: int  # index of the flag token in the token list
+    pos: Pos  # the flag word
+    value_pos: Pos  # the value word (the flag word for `--flag=value` or a bare flag)
+    index: int  # index of the flag word in the word list
 
 
 @dataclass
 class Service:
     name: str
-    data: YMap
-    pos: Pos  # the service key under `services:`
-    tokens: list[Token] | None = None  # `command`, exec form
-    env: dict[str, str | None] = field(default_factory=dict)
-    env_pos: dict[str, Pos] = field(default_factory=dict)
-    labels: dict[str, str | None] = field(default_factory=dict)
-    label_pos: dict[str, Pos] = field(default_factory=dict)
-    labels_form: str | None = None  # "mapping", "list" or None when absent
-    problems: list[tuple[Pos, str]] = field(default_factory=list)
+    canon: canonical.Service
 
-    def at(self, key: str) -> Pos:
-        """Where `key` is written in this service (the service key when it is absent)."""
-        return self.data.key_pos.get(key, self.pos)
+    @property
+    def data(self) -> YMap:
+        """The definition as written (for the few rules about spelling itself)."""
+        return self.canon.raw
+
+    @property
+    def pos(self) -> Pos:
+        return self.canon.pos
+
+    @property
+    def problems(self) -> list[canonical.Problem]:
+        return self.canon.problems
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
+        """The canonical value of a key (what compose renders)."""
+        return self.canon.fields.get(key, default)
+
+    def value(self, *path: str | int) -> Any:
+        return self.canon.value(*path)
+
+    def has(self, key: str) -> bool:
+        """Whether the author wrote `key` (not a default compose fills in)."""
+        return key in self.canon.raw
+
+    def at(self, *path: str | int) -> Pos:
+        """Where the value at `path` is written (the service key when it is absent)."""
+        return self.canon.at(*path)
+
+    def runtime(self) -> dict[str, Any]:
+        """The fields with differences that do not change what runs removed."""
+        return canonical.runtime_form(self.canon.fields, host_gpus=HOST_GPUS)
+
+    # -- argv
+
+    @property
+    def tokens(self) -> list[Token] | None:
+        """`command` as words, each with where it is written."""
+        words = self.get("command")
+        if not isinstance(words, list):
+            return None
+        return [Token(word, self.at("command", index)) for index, word in enumerate(words)]
+
+    def program_name(self) -> str | None:
+        words = [*(self.get("entrypoint") or ()), *(self.get("command") or ())]
+        image = self.get("image")
+        return engine_program(words, image if isinstance(image, str) else None)
+
+    def argv(self) -> Argv:
+        return split_argv(self.get("command") or [], aliases_for(self.program_name()))
 
     def program(self) -> list[str]:
-        if self.tokens is None:
-            return []
-        argv = split_argv([token.text for token in self.tokens])
-        return list(argv.program)
+        return list(self.argv().program)
 
     def flags(self) -> list[Flag]:
         """Options of the command with `--flag=value` split and aliases canonical."""
-        if self.tokens is None:
-            return []
-        texts = [token.text for token in self.tokens]
-        argv = split_argv(texts)
+        tokens = self.tokens or []
         result: list[Flag] = []
-        for option in argv.options:
-            token = self.tokens[option.index]
-            written = token.text.split("=", 1)[0] if token.text.startswith("--") else token.text
-            attached = "=" in token.text and token.text.startswith("--")
-            if option.value is not None and not attached:
-                value_pos = self.tokens[option.index + 1].pos
-            else:
-                value_pos = token.pos
-            result.append(Flag(option.flag, written, option.value, token.pos, value_pos, option.index))
+        for option in self.argv().options:
+            pos = tokens[option.index].pos
+            value_pos = tokens[option.index + 1].pos if option.value is not None and not option.attached else pos
+            result.append(Flag(option.flag, option.written, option.value, pos, value_pos, option.index))
         return result
 
     def positionals(self) -> list[Token]:
-        if self.tokens is None:
-            return []
-        argv = split_argv([token.text for token in self.tokens])
-        return [self.tokens[index] for index, _ in argv.positionals]
+        tokens = self.tokens or []
+        return [tokens[index] for index, _ in self.argv().positionals]
+
+    # -- environment and labels
+
+    @property
+    def env(self) -> dict[str, str | None]:
+        value = self.get("environment")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def env_pos(self) -> dict[str, Pos]:
+        return {key: self.at("environment", key) for key in self.env}
+
+    @property
+    def labels(self) -> dict[str, str | None]:
+        value = self.get("labels")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def label_pos(self) -> dict[str, Pos]:
+        return {key: self.at("labels", key) for key in self.labels}
+
+    @property
+    def labels_form(self) -> str | None:
+        """"mapping", "list" or None when absent: how the author wrote them (style rules)."""
+        if "labels" not in self.data:
+            return None
+        return "mapping" if isinstance(self.data["labels"], YMap) else "list"
+
+    # -- GPUs
+
+    def devices_path(self) -> tuple[str, ...]:
+        return ("deploy", "resources", "reservations", "devices")
 
     def gpu_ids(self) -> list[Token] | None:
         """GPU ids of `deploy.resources.reservations.devices[*].device_ids`, positioned."""
-        node: Any = self.data
-        for key in ("deploy", "resources", "reservations", "devices"):
-            if not isinstance(node, YMap) or key not in node:
-                return None
-            node = node[key]
-        if not isinstance(node, YList):
+        devices = self.value(*self.devices_path())
+        if not isinstance(devices, list):
             return None
         ids: list[Token] = []
-        for device in node:
-            if isinstance(device, YMap) and isinstance(device.get("device_ids"), YList):
-                device_ids: YList = device["device_ids"]
-                ids.extend(Token(scalar_text(gpu), device_ids.at(i)) for i, gpu in enumerate(device_ids))
+        for index, device in enumerate(devices):
+            if isinstance(device, dict) and isinstance(device.get("device_ids"), list):
+                ids.extend(
+                    Token(str(gpu), self.at(*self.devices_path(), index, "device_ids", number))
+                    for number, gpu in enumerate(device["device_ids"])
+                )
         return ids
 
     def gpu_ids_pos(self) -> Pos:
-        node: Any = self.data
-        pos = self.pos
-        for key in ("deploy", "resources", "reservations", "devices"):
-            if not isinstance(node, YMap) or key not in node:
-                return pos
-            pos = node.at(key)
-            node = node[key]
-        if isinstance(node, YList) and node and isinstance(node[0], YMap) and "device_ids" in node[0]:
-            return node[0].at("device_ids")
-        return pos
+        return self.at(*self.devices_path(), 0, "device_ids")
 
 
 @dataclass
@@ -137,6 +186,10 @@ class ComposeFile:
     @property
     def data(self) -> YMap:
         return self.doc.data
+
+    @property
+    def project(self) -> canonical.Project:
+        return self.doc.project
 
     def services_pos(self) -> Pos:
         return self.data.at("services")
@@ -164,68 +217,7 @@ class ComposeFile:
 
 
 def build(doc: Document) -> ComposeFile:
-    services: dict[str, Service] = {}
-    raw = doc.data.get("services")
-    if isinstance(raw, YMap):
-        for name, body in raw.items():
-            if isinstance(body, YMap):
-                services[name] = _service(name, body, raw.at(name))
-            else:
-                service = Service(name, YMap(raw.at(name)), raw.at(name))
-                service.problems.append((raw.at(name), f"service {name} is not a mapping"))
-                services[name] = service
-    return ComposeFile(doc, services)
-
-
-def _service(name: str, body: YMap, pos: Pos) -> Service:
-    service = Service(name, body, pos)
-    if "command" in body:
-        service.tokens = _tokens(service, body, "command")
-    service.env, service.env_pos = _key_values(service, body, "environment")
-    service.labels, service.label_pos = _key_values(service, body, "labels")
-    if "labels" in body:
-        service.labels_form = "mapping" if isinstance(body["labels"], YMap) else "list"
-    return service
-
-
-def _tokens(service: Service, body: YMap, key: str) -> list[Token] | None:
-    value = body[key]
-    if isinstance(value, YList):
-        return [Token(scalar_text(item), value.at(i)) for i, item in enumerate(value)]
-    if isinstance(value, str):
-        # Shell rules, as compose applies them to a string command. Every token of a
-        # string points at the string itself: there is no item to point at.
-        try:
-            return [Token(text, body.value_at(key)) for text in shlex.split(value)]
-        except ValueError as exc:
-            service.problems.append(
-                (body.at(key), f"{service.name} {key} cannot be split with shell rules: {exc}")
-            )
-            return None
-    service.problems.append((body.at(key), f"{service.name} {key} must be a string or a list"))
-    return None
-
-
-def _key_values(service: Service, body: YMap, key: str) -> tuple[dict[str, str | None], dict[str, Pos]]:
-    if key not in body:
-        return {}, {}
-    value = body[key]
-    try:
-        mapping = key_values(value, what=key)
-    except SpellingError as exc:
-        service.problems.append((body.at(key), f"{service.name}: {exc}"))
-        return {}, {}
-    positions: dict[str, Pos] = {}
-    if isinstance(value, YMap):
-        positions = {name: value.at(name) for name in value}
-    elif isinstance(value, YList):
-        for index, item in enumerate(value):
-            positions[scalar_text(item).partition("=")[0]] = value.at(index)
-    return mapping, positions
-
-
-def canonical(flag: str) -> str:
-    return FLAG_ALIASES.get(flag, flag)
+    return ComposeFile(doc, {name: Service(name, service) for name, service in doc.project.services.items()})
 
 
 _DIGEST = re.compile(r"@sha256:(?P<hex>[0-9a-f]{64})$")

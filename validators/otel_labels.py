@@ -45,11 +45,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tierops.compose import scalar_text
+from tierops.yamlload import scalar_text
 from validators.collector import Collector, collector, dig
 from validators.context import Context
 from validators.findings import Finding, error
-from validators.loader import YMap
+from tierops.yamlload import YMap
 from validators.model import ComposeFile, Service, engine_image_prefix
 
 ID = "otel-labels"
@@ -102,10 +102,6 @@ def _label_block(compose: ComposeFile, service: Service, ctx: Context) -> Iterat
             f"{service.name} has no labels; a scraped service carries the {prefix}* block",
         )
         return
-    if service.labels_form != "mapping":
-        yield error(
-            path, service.at("labels"), ID, f"{service.name} labels must be a mapping (SPEC 5), not a list"
-        )
     want = expected_labels(compose, service, ctx)
     for suffix, value in want.items():
         key = prefix + suffix

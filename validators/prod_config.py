@@ -34,13 +34,14 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tierops.compose import scalar_text
+from tierops.canonical import canonical_value, flow, normalize_image, runtime_form
+from tierops.yamlload import scalar_text
 from validators.collector import collector, dig
 from validators.context import Context
 from validators.contract import Contract, FileContract, Replica
 from validators.findings import START, Finding, Pos, error
-from validators.loader import YList, YMap
-from validators.model import ComposeFile, Flag, Service
+from tierops.yamlload import YList, YMap
+from validators.model import HOST_GPUS, ComposeFile, Flag, Service
 
 ID = "prod-config"
 SUMMARY = "the argv/env/variant/GPU/parity/pool/pairing contract of validators/contracts/glm53.yaml"
@@ -111,7 +112,7 @@ def _service_set(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
 def _profiles(compose: ComposeFile, file: FileContract) -> Iterator[Finding]:
     for service in compose:
         profiles = service.get("profiles")
-        names = [scalar_text(item) for item in profiles] if isinstance(profiles, YList) else []
+        names = list(profiles) if isinstance(profiles, list) else []
         if file.profile is not None:
             if names != [file.profile]:
                 yield error(
@@ -284,8 +285,14 @@ def _env(
             yield error(path, pos, ID, f"{service.name} env has {key}, which is not in the contract")
 
 
+def _same_image(service: Service, image: str) -> bool:
+    """The image is `image` as Docker pulls it (`docker.io/` or not)."""
+    got = service.get("image")
+    return isinstance(got, str) and normalize_image(got) == normalize_image(image)
+
+
 def _engine_settings(path: str, service: Service, contract: Contract) -> Iterator[Finding]:
-    if scalar_text(service.get("image")) != contract.engine_image and service.get("image") is not None:
+    if service.get("image") is not None and not _same_image(service, contract.engine_image):
         yield error(
             path,
             service.at("image"),
@@ -294,7 +301,7 @@ def _engine_settings(path: str, service: Service, contract: Contract) -> Iterato
         )
     yield from _settings(path, service, contract.engine_settings)
     for key in contract.engine_forbidden_keys:
-        if key in service.data:
+        if service.has(key):
             yield error(
                 path,
                 service.at(key),
@@ -304,24 +311,38 @@ def _engine_settings(path: str, service: Service, contract: Contract) -> Iterato
 
 
 def _settings(path: str, service: Service, settings: Any) -> Iterator[Finding]:
+    """Dotted paths compared by meaning: `5m` is `300s`, memlock `-1` is soft/hard `-1`."""
+    runtime = service.runtime()
     for dotted, want in settings.items():
-        node: Any = service.data
-        pos = service.pos
-        for key in dotted.split("."):
-            if not isinstance(node, YMap) or key not in node:
-                node = None
-                break
-            pos = node.at(key)
-            node = node[key]
-        if node is None:
-            yield error(path, pos, ID, f"{service.name} lacks {dotted}: {scalar_text(want)}")
-        elif scalar_text(node) != scalar_text(want):
+        top, *rest = dotted.split(".")
+        expected = _expected_at(top, rest, want)
+        got = _walk(runtime.get(top), rest) if service.has(top) else None
+        if got is None:
+            yield error(path, service.at(top, *rest), ID, f"{service.name} lacks {dotted}: {scalar_text(want)}")
+        elif got != expected:
             yield error(
                 path,
-                pos,
+                service.at(top, *rest),
                 ID,
-                f"{service.name} {dotted} is {scalar_text(node)}; the contract says {scalar_text(want)}",
+                f"{service.name} {dotted} is {service.canon.quote(top, *rest)}; the contract says {scalar_text(want)}",
             )
+
+
+def _expected_at(top: str, rest: list[str], want: Any) -> Any:
+    """The contract's value as compose reads it (and as it runs), at the dotted path."""
+    nested: Any = want
+    for key in reversed(rest):
+        nested = {key: nested}
+    value = runtime_form({top: canonical_value(top, nested)}, host_gpus=HOST_GPUS)[top]
+    return _walk(value, rest)
+
+
+def _walk(node: Any, keys: Sequence[str]) -> Any:
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
 
 
 # -- config_variant -------------------------------------------------------------------
@@ -410,19 +431,22 @@ def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> 
     got = [token.text for token in ids]
     want = list(replica.gpus)
     where = service.gpu_ids_pos()
-    devices = dig(service.data, "deploy", "resources", "reservations", "devices")
-    if isinstance(devices, YList):
+    devices_path = service.devices_path()
+    devices = service.value(*devices_path)
+    if isinstance(devices, list):
         for index, device in enumerate(devices):
-            if isinstance(device, YMap):
-                if scalar_text(device.get("driver")) != "nvidia":
-                    yield error(
-                        path, device.at("driver"), ID, f"{service.name} GPU reservation driver must be nvidia"
-                    )
-                capabilities = device.get("capabilities")
-                if not isinstance(capabilities, YList) or [scalar_text(c) for c in capabilities] != ["gpu"]:
+            if isinstance(device, dict):
+                if device.get("driver") != "nvidia":
                     yield error(
                         path,
-                        device.at("capabilities") if "capabilities" in device else devices.at(index),
+                        service.at(*devices_path, index, "driver"),
+                        ID,
+                        f"{service.name} GPU reservation driver must be nvidia",
+                    )
+                if device.get("capabilities") != ["gpu"]:
+                    yield error(
+                        path,
+                        service.at(*devices_path, index, "capabilities"),
                         ID,
                         f"{service.name} GPU reservation capabilities must be [gpu]",
                     )
@@ -507,8 +531,7 @@ def _pairing(path: str, service: Service, contract: Contract) -> Iterator[Findin
                 f"{service.name} --chunked-prefill-size {flag.value} needs the DSA indexer split ({marker[0] if marker else 'qsplit'}=1): without it a long burst leaves no free GPU memory",
             )
     if has_split and marker is not None:
-        image = scalar_text(service.get("image"))
-        if image not in contract.qsplit_images:
+        if not any(_same_image(service, image) for image in contract.qsplit_images):
             yield error(
                 path,
                 service.at("image"),
@@ -531,18 +554,21 @@ def _parity(
         return
     (first_replica, first), *rest = engines
     exempt = {*contract.parity_keys, "command", "environment"}
+    first_form = first.runtime()
     for replica, other in rest:
-        for key in [*first.data, *(k for k in other.data if k not in first.data)]:
+        other_form = other.runtime()
+        for key in [*first_form, *(k for k in other_form if k not in first_form)]:
             if key in exempt:
                 continue
-            difference = _first_difference(first.data, other.data, key)
+            difference = _first_difference(first_form.get(key), other_form.get(key), (key,))
             if difference is not None:
-                dotted, a, b, pos = difference
+                where, a, b = difference
+                holder = other if other.canon.written(*where[:1]) else first
                 yield error(
                     path,
-                    pos,
+                    holder.at(*where),
                     ID,
-                    f"replica parity: {other.name} {dotted} is {_short(b)}, {first.name} has {_short(a)}; replicas differ only in {', '.join(contract.parity_keys)} and declared argv/env",
+                    f"replica parity: {other.name} {_dotted(where)} is {_short(b)}, {first.name} has {_short(a)}; replicas differ only in {', '.join(contract.parity_keys)} and declared argv/env",
                 )
         if contract_findings.get(first_replica.name) or contract_findings.get(replica.name):
             continue  # the argv/env contract findings already name the difference
@@ -556,32 +582,20 @@ def _parity(
             )
 
 
-def _first_difference(first: YMap, other: YMap, key: str) -> tuple[str, Any, Any, Pos] | None:
-    """The deepest differing key under `key`, its two values, and where to point."""
-    dotted = key
-    a: Any = first.get(key)
-    b: Any = other.get(key)
-    # Point at the replica that has the key: the other one (r2) when both do.
-    pos = other.at(key) if key in other else first.at(key)
-    while isinstance(a, YMap) and isinstance(b, YMap):
-        child = next(
-            (k for k in [*b, *(k for k in a if k not in b)] if _plain(a.get(k)) != _plain(b.get(k))), None
-        )
+def _first_difference(a: Any, b: Any, where: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], Any, Any] | None:
+    """The deepest path under `where` at which two canonical values differ, and the values."""
+    if a == b:
+        return None
+    while isinstance(a, dict) and isinstance(b, dict):
+        child = next((k for k in [*b, *(k for k in a if k not in b)] if a.get(k) != b.get(k)), None)
         if child is None:
             return None
-        pos = b.at(child) if child in b else a.at(child)
-        dotted, a, b = f"{dotted}.{child}", a.get(child), b.get(child)
-    if _plain(a) == _plain(b):
-        return None
-    return dotted, _plain(a), _plain(b), pos
+        where, a, b = (*where, child), a.get(child), b.get(child)
+    return where, a, b
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return scalar_text(value) if value is not None else None
+def _dotted(path: tuple[str | int, ...]) -> str:
+    return ".".join(str(part) for part in path)
 
 
 def _short(value: Any) -> str:
@@ -602,7 +616,7 @@ def _proxy(
         return
     path = compose.path
     image = contract.images[str(contract.proxy["image"])]
-    if scalar_text(service.get("image")) != image:
+    if not _same_image(service, image):
         yield error(
             path, service.at("image"), ID, f"{service.name} image is not the tier's proxy build {image}"
         )
@@ -632,15 +646,12 @@ def _proxy(
             detail = "lists the engines out of replica order"
         yield error(path, pos, ID, f"{service.name} {pool_key} {detail}; expected {','.join(want)}")
     depends = service.get("depends_on")
-    names = list(depends) if isinstance(depends, (YMap, YList)) else []
     engine_names = {engine.name for _replica, engine in engines}
-    for index, item in enumerate(names):
-        name = scalar_text(item)
+    for name in depends if isinstance(depends, dict) else ():
         if name in engine_names:
-            pos = depends.at(name) if isinstance(depends, YMap) else depends.at(index)
             yield error(
                 path,
-                pos,
+                service.at("depends_on", name),
                 ID,
                 f"{service.name} depends_on {name}; the proxy must start and report while engines load",
             )
@@ -652,13 +663,7 @@ def _downloader(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
     if service is None:
         return
     path = compose.path
-    entrypoint = service.get("entrypoint")
-    tokens = (
-        [scalar_text(t) for t in entrypoint]
-        if isinstance(entrypoint, YList)
-        else str(entrypoint or "").split()
-    )
-    tokens += [token.text for token in service.tokens or ()]
+    tokens = [*(service.get("entrypoint") or ()), *(token.text for token in service.tokens or ())]
     want = [scalar_text(t) for t in spec["argv"]]
     if tokens != want:
         yield error(
@@ -668,7 +673,7 @@ def _downloader(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
             f"{service.name} runs '{' '.join(tokens)}'; the contract says '{' '.join(want)}' (the pinned snapshot)",
         )
     image = contract.images[str(spec["image"])]
-    if scalar_text(service.get("image")) != image:
+    if not _same_image(service, image):
         yield error(path, service.at("image"), ID, f"{service.name} image is not {image}")
     yield from _settings(path, service, spec.get("settings") or {})
 
@@ -677,9 +682,10 @@ def _nginx(compose: ComposeFile, contract: Contract, file: FileContract) -> Iter
     service = compose.services.get(str(contract.nginx["service"]))
     if service is None:
         return
-    ports = service.get("ports")
-    got = [scalar_text(p) for p in ports] if isinstance(ports, YList) else []
-    if got != list(file.nginx_ports):
+    # Compared as compose reads them: `8000:8000`, `8000:8000/tcp` and the long syntax are one port.
+    if (service.get("ports") or []) != canonical_value("ports", list(file.nginx_ports)):
+        raw = service.data.get("ports")
+        got = [scalar_text(p) if not isinstance(p, dict) else flow(p) for p in raw] if isinstance(raw, list) else []
         yield error(
             compose.path,
             service.at("ports"),

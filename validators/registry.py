@@ -18,6 +18,7 @@ from validators import (
     loader,
     otel_labels,
     prod_config,
+    style,
 )
 from validators.context import Context
 from validators.findings import Finding
@@ -38,6 +39,7 @@ RULES: dict[str, Rule] = {
     dcgm_metrics.ID: dcgm_metrics,
     compose_hygiene.ID: compose_hygiene,
     collector_config.ID: collector_config,
+    style.ID: style,
 }
 
 # The loader's own id: a file that cannot be read as one compose mapping. It always

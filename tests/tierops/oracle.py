@@ -8,7 +8,12 @@ The equivalence tests compare tierops.canonical with it.
 
 from __future__ import annotations
 
+import atexit
+import functools
+import hashlib
 import json
+import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,15 +44,31 @@ class Rendered:
         return normal(self.model["services"].get(name))
 
 
-def render(text: str, env: Mapping[str, str], directory: Path) -> Rendered:
+_BASE = Path(tempfile.gettempdir()) / f"tierops-oracle-{os.getpid()}"
+atexit.register(shutil.rmtree, _BASE, ignore_errors=True)
+
+
+def workdir(text: str) -> Path:
+    """The project directory of a file's text: one per text, so renders can be reused."""
+    return _BASE / hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def render(text: str, env: Mapping[str, str]) -> Rendered:
     """`docker compose -f FILE --env-file ENV --profile '*' config --format json`."""
+    return _render(text, tuple(sorted(env.items())))
+
+
+@functools.lru_cache(maxsize=256)
+def _render(text: str, env: tuple[tuple[str, str], ...]) -> Rendered:
+    directory = workdir(text)
     directory.mkdir(parents=True, exist_ok=True)
     file = directory / "compose.yaml"
     file.write_text(text, encoding="utf-8")
-    env_file = directory / "test.env"
-    env_file.write_text("".join(f"{key}={value}\n" for key, value in env.items()), encoding="utf-8")
+    with tempfile.NamedTemporaryFile("w", suffix=".env", dir=directory, delete=False, encoding="utf-8") as handle:
+        handle.write("".join(f"{key}={value}\n" for key, value in env))
+        env_file = handle.name
     proc = subprocess.run(
-        [*binary().argv, "-f", str(file), "--env-file", str(env_file), "--profile", "*", "config", "--format", "json"],
+        [*binary().argv, "-f", str(file), "--env-file", env_file, "--profile", "*", "config", "--format", "json"],
         capture_output=True,
         text=True,
         check=False,
@@ -55,6 +76,7 @@ def render(text: str, env: Mapping[str, str], directory: Path) -> Rendered:
         env={"PATH": "/usr/bin:/bin"},
         timeout=60,
     )
+    Path(env_file).unlink()
     if proc.returncode != 0:
         lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("time=")]
         return Rendered(None, lines[-1] if lines else f"exit {proc.returncode}")
@@ -80,20 +102,22 @@ def variables(text: str) -> list[str]:
     return list(names)
 
 
-def environments(text: str) -> dict[str, dict[str, str]]:
+def environments(text: str, *, per_variable: bool = True) -> dict[str, dict[str, str]]:
     """The environments equality is judged in: each variable distinct, all empty, all unset,
     and each variable alone unset or empty."""
     names = variables(text)
     distinct = {name: f"val{index}" for index, name in enumerate(names)}
     result = {"distinct": distinct, "empty": dict.fromkeys(names, ""), "unset": {}}
     # One variable unset or empty while the others have values: tells `${A:-${B}}` from `${A}`.
-    for name in names if len(names) > 1 else ():
+    for name in names if per_variable and len(names) > 1 else ():
         result[f"unset {name}"] = {key: value for key, value in distinct.items() if key != name}
         result[f"empty {name}"] = {**distinct, name: ""}
     return result
 
 
-def ours(text: str, directory: Path, env: Mapping[str, str] | None = None) -> Project:
+def ours(text: str, env: Mapping[str, str] | None = None) -> Project:
+    """Our model of the text, in the same project directory as its renders."""
+    directory = workdir(text)
     return build(load_bytes(text.encode(), str(directory / "compose.yaml")), project_dir=str(directory), env=env)
 
 
@@ -101,14 +125,14 @@ def fields(project: Project, name: str) -> Any:
     return normal(project.services[name].fields)
 
 
-def emulation_mismatches(text: str, directory: Path, envs: Iterable[str] = ("distinct",)) -> list[str]:
+def emulation_mismatches(text: str, envs: Iterable[str] = ("distinct",)) -> list[str]:
     """Where our model, with an environment substituted, differs from the binary's."""
     problems: list[str] = []
     for label, env in environments(text).items():
         if label not in envs:
             continue
-        theirs = render(text, env, directory / label)
-        mine = ours(text, directory / label, env)
+        theirs = render(text, env)
+        mine = ours(text, env)
         if theirs.model is None:
             # Compose refuses the file in this environment: so must we, with a problem.
             if not mine.problems and not any(service.problems for service in mine):
@@ -133,14 +157,17 @@ def canonical_fields(project: Project, name: str) -> Any:
     return fields(project, name)
 
 
-def partition_mismatches(text: str, names: Sequence[str], directory: Path, canon: Canon = canonical_fields) -> list[str]:
+def partition_mismatches(
+    text: str, names: Sequence[str], canon: Canon = canonical_fields, *, per_variable: bool = True
+) -> list[str]:
     """Pairs of services our model calls equal that compose renders differently, or the reverse.
 
     Compose's verdict: equal renderings in every environment of `environments(text)`.
     Ours: equal canonical fields with variables kept symbolic.
     """
-    renders = {label: render(text, env, directory / label) for label, env in environments(text).items()}
-    symbolic = ours(text, directory)
+    judged = environments(text, per_variable=per_variable)
+    renders = {label: render(text, env) for label, env in judged.items()}
+    symbolic = ours(text)
     ours_of = {name: canon(symbolic, name) for name in names}
     theirs_of = {name: tuple(json.dumps(r.service(name), sort_keys=True) for r in renders.values()) for name in names}
     problems: list[str] = []

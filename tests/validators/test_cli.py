@@ -153,6 +153,7 @@ def test_list_rules_names_every_family() -> None:
         "dcgm-metrics",
         "compose-hygiene",
         "collector-config",
+        "style",
     ]
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from tests.validators.conftest import BASE, prod_text, run_cli
 from validators.findings import Finding
-from validators.loader import MAX_BYTES, MAX_NODES, Document, YList, YMap, parse
+from tierops.yamlload import MAX_BYTES, MAX_DEPTH, MAX_NODES, YList, YMap
+from validators.loader import Document, parse
 
 BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n".encode() for i in range(6)
@@ -23,16 +24,16 @@ MALFORMED: list[tuple[str, bytes, int, str]] = [
         4,
         "duplicate key 'image' (first at line 3)",
     ),
-    ("sequence-document", b"- services\n", 1, "the document is a sequence, not a mapping"),
-    ("scalar-document", b"just text\n", 1, "the document is a scalar (str), not a mapping"),
-    ("empty", b"", 1, "empty document"),
-    ("two-documents", b"a: 1\n---\nb: 2\n", 2, "more than one YAML document"),
+    ("sequence-document", b"- services\n", 1, "document 1 is a sequence"),
+    ("scalar-document", b"just text\n", 1, "document 1 is a scalar (str)"),
+    ("empty", b"", 1, "empty compose file"),
+    ("empty-second-document", b"services: {}\n---\n", 2, "document 2 is empty"),
     ("invalid-utf8", b"services:\n  x: \xff\xfe\n", 2, "not valid UTF-8 (byte 0xff)"),
     ("alias-bomb", BOMB, 6, f"alias expansion exceeds {MAX_NODES} nodes"),
     ("recursive-alias", b"a: &a\n  b: *a\n", 2, "recursive alias *a"),
     ("undefined-alias", b"a: *nowhere\n", 1, "undefined alias *nowhere"),
-    ("complex-key", b"? [a, b]\n: 1\n", 1, "complex mapping key"),
-    ("deep-nesting", b"[" * 5000 + b"]" * 5000 + b"\n", 1, "the document is a sequence"),
+    ("complex-key", b"? [a, b]\n: 1\n", 1, "a mapping or sequence used as a key"),
+    ("deep-nesting", b"[" * 5000 + b"]" * 5000 + b"\n", 1, f"nesting deeper than {MAX_DEPTH} levels"),
 ]
 
 
@@ -63,7 +64,7 @@ def test_a_file_over_the_size_limit_is_one_finding_without_parsing(tmp_path: Pat
     result = run_cli("--format", "json", path)
     assert result.code == 1
     assert [(row["rule"], row["line"], row["col"]) for row in result.findings()] == [("yaml", 1, 1)]
-    assert "larger than 4 MiB" in result.findings()[0]["message"]
+    assert f"larger than {MAX_BYTES // (1024 * 1024)} MiB" in result.findings()[0]["message"]
 
 
 def test_a_missing_file_exits_2_after_checking_the_others(
@@ -93,9 +94,9 @@ def test_merge_keys_are_resolved_with_explicit_keys_winning_and_recorded() -> No
     doc = parse(b"base: &b {restart: always, init: true}\nsvc:\n  <<: *b\n  restart: 'no'\n", "t.yaml")
     assert isinstance(doc, Document)
     assert dict(doc.data["svc"]) == {"restart": "no", "init": True}
-    assert doc.merges == ((3, 3),)
-    assert doc.anchors == ((1, 7),)
-    assert doc.aliases == ((3, 7),)
+    assert doc.loaded.merges == ((3, 3),)
+    assert doc.loaded.anchors == ((1, 7),)
+    assert doc.loaded.aliases == ((3, 7),)
 
 
 @pytest.mark.parametrize(

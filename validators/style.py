@@ -1,0 +1,50 @@
+"""Rule `style`: how a file is spelled, where Compose reads every spelling the same.
+
+No finding here changes what runs: each says so, and is a warning (`--strict` makes
+warnings fail). The contracts (prod-config, otel-labels, ...) judge meaning only, so a
+hand-written spelling that Compose renders identically never gets a contract error;
+this family keeps generated files in the one spelling reviewers diff:
+
+- labels in mapping form (SPEC 5), not `K=V` lists;
+- an engine `command` as a YAML list, one word per item (SPEC 4.1), not a string.
+
+Passing example::
+
+    labels:
+      tierops.otel.scrape: "true"
+
+Failing example::
+
+    labels: [tierops.otel.scrape=true]   # -> warning: style only: labels as a mapping (style)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tierops.yamlload import YList
+from validators.context import Context
+from validators.findings import Finding, warning
+from validators.model import ComposeFile
+
+ID = "style"
+SUMMARY = "the one spelling of generated files (mapping labels, list commands); warnings, never a change in meaning"
+
+
+def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    engines = {replica.service for replica in ctx.contract.replicas.values()}
+    for service in compose:
+        if service.labels_form == "list":
+            yield warning(
+                compose.path,
+                service.at("labels"),
+                ID,
+                f"style only: {service.name} labels are a list; write them as a mapping (SPEC 5). Compose reads both the same",
+            )
+        if service.name in engines and service.has("command") and not isinstance(service.data["command"], YList):
+            yield warning(
+                compose.path,
+                service.at("command"),
+                ID,
+                f"style only: {service.name} command is a string; write it as a list, one word per item (SPEC 4.1), so a diff shows each flag",
+            )
