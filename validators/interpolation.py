@@ -34,16 +34,15 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-import yaml
-
+from tierops import interp
 from tierops.errors import InputError
+from tierops.yamlload import LoadError, Loaded, Pos, Span, YList, YMap, load_bytes, read_regular
 
-NAME = re.compile(r"[_A-Za-z][_A-Za-z0-9]*")
-# Two-character operators first, so `:-` is never read as `:` + `-`.
-OPERATORS = (":-", ":?", ":+", "-", "?", "+")
-REQUIRED_OPERATORS = frozenset({"", ":?", "?"})
+NAME = interp.NAME
+OPERATORS = interp.OPERATORS
+REQUIRED_OPERATORS = interp.REQUIRED_OPERATORS
 
 # Rule ids of the problems this module reports.
 RULE_INTERPOLATION = "interpolation"
@@ -82,97 +81,6 @@ class Reference(NamedTuple):
         return self.operator in REQUIRED_OPERATORS
 
 
-# --- the string scanner --------------------------------------------------------------
-
-
-class _Found(NamedTuple):
-    name: str
-    operator: str
-    start: int
-    end: int
-    depth: int
-
-
-class _Bad(NamedTuple):
-    start: int
-    end: int
-    reason: str
-
-
-def _closing_brace(text: str, start: int, end: int) -> int | None:
-    """Index of the `}` that closes a `${` whose body starts at `start`.
-
-    Braces inside the body nest (compose reads `${A:-{x}}` as the default `{x}`).
-    """
-    level = 1
-    for index in range(start, end):
-        char = text[index]
-        if char == "{":
-            level += 1
-        elif char == "}":
-            level -= 1
-            if level == 0:
-                return index
-    return None
-
-
-def _scan(text: str, start: int, end: int, depth: int, found: list[_Found], bad: list[_Bad]) -> None:
-    index = start
-    while index < end:
-        dollar = text.find("$", index, end)
-        if dollar < 0:
-            return
-        following = text[dollar + 1] if dollar + 1 < end else ""
-        if following == "$":  # `$$` escape: a literal `$`, never a reference
-            index = dollar + 2
-            continue
-        if following == "{":
-            close = _closing_brace(text, dollar + 2, end)
-            if close is None:
-                bad.append(_Bad(dollar, end, "`${` without its closing `}`"))
-                return
-            name = NAME.match(text, dollar + 2, close)
-            if name is None:
-                bad.append(_Bad(dollar, close + 1, "`${` must be followed by a variable name"))
-                index = close + 1
-                continue
-            after = name.end()
-            operator = ""
-            if after < close:
-                matched = [op for op in OPERATORS if text.startswith(op, after, close)]
-                if not matched:
-                    bad.append(
-                        _Bad(
-                            dollar,
-                            close + 1,
-                            f"unknown operator after {name.group()}: compose knows only :- - :? ? :+ +",
-                        )
-                    )
-                    index = close + 1
-                    continue
-                operator = matched[0]
-            found.append(_Found(name.group(), operator, dollar, close + 1, depth))
-            if operator:
-                # compose evaluates the operand eagerly, so its references count too
-                _scan(text, after + len(operator), close, depth + 1, found, bad)
-            index = close + 1
-            continue
-        name = NAME.match(text, dollar + 1, end)
-        if name is not None:
-            found.append(_Found(name.group(), "", dollar, name.end(), depth))
-            index = name.end()
-            continue
-        index = dollar + 1  # a lone `$` (`$1`, `a$`, `$ {`): compose keeps it literally
-
-
-def scan_string(text: str) -> tuple[list[_Found], list[_Bad]]:
-    """References and malformed templates in one interpolated string, by offset."""
-    found: list[_Found] = []
-    bad: list[_Bad] = []
-    _scan(text, 0, len(text), 0, found, bad)
-    return found, bad
-
-
 # --- files ---------------------------------------------------------------------------
 
 
@@ -205,72 +113,59 @@ class _Lines:
         return row + 1, offset - self._starts[row] + 1
 
 
-def _scalars(root: yaml.Node) -> Iterator[yaml.ScalarNode]:
-    """Every scalar compose interpolates: values, never mapping keys; aliases once."""
-    stack: list[yaml.Node] = [root]
+def _scalars(documents: Sequence[YMap]) -> Iterator[tuple[str, Span | None, Pos]]:
+    """Every string compose interpolates: values, never mapping keys; shared (aliased) nodes once.
+
+    A scalar reached through an alias has no span of its own (it is written at its
+    anchor, and scanned there), so it is skipped."""
+    stack: list[Any] = list(documents)
     seen: set[int] = set()
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            stack.extend(value for _key, value in node.value)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-        elif isinstance(node, yaml.ScalarNode) and "$" in node.value:
-            yield node
+        if isinstance(node, YMap):
+            for key, value in node.items():
+                if isinstance(value, str):
+                    if "$" in value and key in node.value_span:
+                        yield value, node.value_span[key], node.value_at(key)
+                else:
+                    stack.append(value)
+        elif isinstance(node, YList):
+            for index, value in enumerate(node):
+                if isinstance(value, str):
+                    if "$" in value and node.item_span[index] is not None:
+                        yield value, node.item_span[index], node.at(index)
+                else:
+                    stack.append(value)
 
 
-def _profiles(root: yaml.Node) -> tuple[str, ...]:
+def _profiles(documents: Sequence[YMap]) -> tuple[str, ...]:
     profiles: set[str] = set()
-    services = _child(root, "services")
-    if isinstance(services, yaml.MappingNode):
-        for _name, service in services.value:
-            listed = _child(service, "profiles")
-            if isinstance(listed, yaml.SequenceNode):
-                profiles.update(item.value for item in listed.value if isinstance(item, yaml.ScalarNode))
+    for document in documents:
+        services = document.get("services")
+        for service in services.values() if isinstance(services, YMap) else ():
+            listed = service.get("profiles") if isinstance(service, YMap) else None
+            if isinstance(listed, YList):
+                profiles.update(item for item in listed if isinstance(item, str))
     return tuple(sorted(profiles))
 
 
-def _child(node: yaml.Node, key: str) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
-                found: yaml.Node = value
-                return found
-    return None
-
-
-def scan_text(text: str, shown: str, path: Path | None = None) -> FileScan:
-    """Scan a compose file's text; a YAML error is a problem, not an exception."""
-    # libyaml is fast; its marks are exact for ASCII, and generated files are ASCII.
-    # Anything else goes through the pure-Python loader, whose marks count characters.
-    loader = yaml.CSafeLoader if (text.isascii() and yaml.__with_libyaml__) else yaml.SafeLoader
-    try:
-        root = yaml.compose(text, Loader=loader)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        reason = " ".join(str(part) for part in (error.context, error.problem) if part)
-        problem = Problem(shown, line, col, RULE_YAML, f"not valid YAML: {reason}")
-        return FileScan(path or Path(shown), shown, (), (problem,), ())
-    except yaml.YAMLError as error:
-        problem = Problem(shown, 1, 1, RULE_YAML, f"not valid YAML: {error}")
-        return FileScan(path or Path(shown), shown, (), (problem,), ())
-    if root is None:
-        return FileScan(path or Path(shown), shown, (), (), ())
-
+def scan_loaded(loaded: Loaded, path: Path | None = None) -> FileScan:
+    """What a loaded compose file interpolates, every reference at its position."""
+    text = loaded.text
+    shown = loaded.path
     lines = _Lines(text)
     references: list[Reference] = []
     problems: list[Problem] = []
-    for node in _scalars(root):
-        refs, bad = _locate(text, node)
+    for value, span, pos in _scalars(loaded.documents):
+        refs, bad = _locate(text, value, span)
         for found in refs:
-            line, col = lines.position(found.start)
+            line, col = lines.position(found.start) if found.start >= 0 else pos
             references.append(Reference(found.name, found.operator, found.text, line, col, found.depth))
         for offset, snippet, reason in bad:
-            line, col = lines.position(offset)
+            line, col = lines.position(offset) if offset >= 0 else pos
             problems.append(
                 Problem(
                     shown,
@@ -282,18 +177,28 @@ def scan_text(text: str, shown: str, path: Path | None = None) -> FileScan:
             )
     references.sort(key=lambda ref: (ref.line, ref.col, ref.depth))
     problems.sort(key=lambda problem: (problem.line, problem.col))
-    return FileScan(path or Path(shown), shown, tuple(references), tuple(problems), _profiles(root))
+    return FileScan(path or Path(shown), shown, tuple(references), tuple(problems), _profiles(loaded.documents))
+
+
+def scan_text(text: str, shown: str, path: Path | None = None) -> FileScan:
+    """Scan a compose file's text; a file that is not compose YAML is one problem, not an exception."""
+    try:
+        loaded = load_bytes(text.encode("utf-8"), shown)
+    except LoadError as error:
+        problem = Problem(shown, error.pos.line, error.pos.col, RULE_YAML, f"not valid compose YAML: {error.message}")
+        return FileScan(path or Path(shown), shown, (), (problem,), ())
+    return scan_loaded(loaded, path)
 
 
 class _Located(NamedTuple):
     name: str
     operator: str
-    start: int  # offset in the file's text
+    start: int  # offset in the file's text (-1: at the scalar's position)
     text: str
     depth: int
 
 
-def _locate(text: str, node: yaml.ScalarNode) -> tuple[list[_Located], list[tuple[int, str, str]]]:
+def _locate(text: str, value: str, span: Span | None) -> tuple[list[_Located], list[tuple[int, str, str]]]:
     """Scan a scalar and place its references in the file.
 
     The scalar's source text is scanned so positions are exact. Quoting and folding can
@@ -301,38 +206,36 @@ def _locate(text: str, node: yaml.ScalarNode) -> tuple[list[_Located], list[tupl
     line break inside a template), so the value is scanned too and is authoritative:
     when the two disagree, the value's references are reported at the scalar's start.
     """
-    start = node.start_mark.index
-    raw = text[start : node.end_mark.index]
-    raw_found, raw_bad = scan_string(raw)
-    value_found, value_bad = scan_string(node.value)
+    value_found, value_bad = interp.scan(value)
+    if span is None:
+        located = [_Located(f.name, f.operator, -1, value[f.start : f.end], f.depth) for f in value_found]
+        return located, [(-1, value[b.start : b.end], b.reason) for b in value_bad]
+    start = span[0]
+    raw_found, raw_bad = interp.scan(text[start : span[1]])
 
-    def key(items: Iterable[_Found]) -> list[tuple[str, str, int]]:
+    def key(items: Iterable[interp.Found]) -> list[tuple[str, str, int]]:
         return [(item.name, item.operator, item.depth) for item in items]
 
     if key(raw_found) == key(value_found) and len(raw_bad) == len(value_bad):
-        # Same references: positions from the source, texts from the value.
         located = [
-            _Located(v.name, v.operator, start + r.start, node.value[v.start : v.end], v.depth)
+            _Located(v.name, v.operator, start + r.start, value[v.start : v.end], v.depth)
             for r, v in zip(raw_found, value_found, strict=True)
         ]
-        bad = [
-            (start + r.start, node.value[v.start : v.end], v.reason)
-            for r, v in zip(raw_bad, value_bad, strict=True)
-        ]
+        bad = [(start + r.start, value[v.start : v.end], v.reason) for r, v in zip(raw_bad, value_bad, strict=True)]
         return located, bad
-    located = [_Located(f.name, f.operator, start, node.value[f.start : f.end], f.depth) for f in value_found]
-    bad = [(start, node.value[b.start : b.end], b.reason) for b in value_bad]
-    return located, bad
+    located = [_Located(f.name, f.operator, start, value[f.start : f.end], f.depth) for f in value_found]
+    return located, [(start, value[b.start : b.end], b.reason) for b in value_bad]
 
 
 def scan_file(path: Path, shown: str) -> FileScan:
+    """Read a file through the one loader (regular files only) and scan it."""
+    raw = read_regular(path, shown)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(
-            f"cannot read: {error}", where=shown, hint="check the path (default: every prod/*.yaml)"
-        ) from error
-    return scan_text(text, shown, path)
+        loaded = load_bytes(raw, shown)
+    except LoadError as error:
+        problem = Problem(shown, error.pos.line, error.pos.col, RULE_YAML, f"not valid compose YAML: {error.message}")
+        return FileScan(path, shown, (), (problem,), ())
+    return scan_loaded(loaded, path)
 
 
 # --- the dummy environment -----------------------------------------------------------

@@ -568,7 +568,7 @@ def _parity(
                     path,
                     holder.at(*where),
                     ID,
-                    f"replica parity: {other.name} {_dotted(where)} is {_short(b)}, {first.name} has {_short(a)}; replicas differ only in {', '.join(contract.parity_keys)} and declared argv/env",
+                    f"replica parity: {other.name} {_dotted(where)} is {_written(other, where, b)}, {first.name} has {_written(first, where, a)}; replicas differ only in {', '.join(contract.parity_keys)} and declared argv/env",
                 )
         if contract_findings.get(first_replica.name) or contract_findings.get(replica.name):
             continue  # the argv/env contract findings already name the difference
@@ -592,6 +592,11 @@ def _first_difference(a: Any, b: Any, where: tuple[str | int, ...]) -> tuple[tup
             return None
         where, a, b = (*where, child), a.get(child), b.get(child)
     return where, a, b
+
+
+def _written(service: Service, where: tuple[str | int, ...], value: Any) -> str:
+    """What the author wrote there (absent when only a default fills it)."""
+    return _short(service.canon.quote(*where)) if service.canon.written(*where) else _short(value)
 
 
 def _dotted(path: tuple[str | int, ...]) -> str:
