@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tierops import interp
+from tierops import interp, secrets
 from tierops.errors import InputError
 from tierops.yamlload import LoadError, Loaded, Pos, Span, YList, YMap, load_bytes, read_regular
 
@@ -269,33 +269,15 @@ DOCUMENTATION_NETWORKS = tuple(
     ipaddress.ip_network(net) for net in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
 )
 
-# Shapes of real credentials. Each is also refused anywhere in the repository by the
-# `token-shapes` pre-commit hook, whose regex must equal `token_regex()` (a test pins it).
-TOKEN_SHAPES: dict[str, str] = {
-    "a Hugging Face token (hf_ + 30 or more letters or digits)": r"hf_[A-Za-z0-9]{30,}",
-    "a GitHub token": r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
-    "an OpenAI-style secret key": r"sk-(?:proj-)?[A-Za-z0-9_-]{32,}",
-    "an AWS access key id": r"(?:AKIA|ASIA)[A-Z0-9]{16}",
-    "a Slack token": r"xox[abposr]-[A-Za-z0-9-]{10,}",
-    "a GitLab token": r"glpat-[A-Za-z0-9_-]{20,}",
-    "a JSON web token": r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}",
-}
+# Shapes of real credentials: tierops.secrets's, one definition for every tool. Each is
+# also refused anywhere in the repository by the `token-shapes` pre-commit hook, whose
+# regex must equal `token_regex()` (a test pins it).
+TOKEN_SHAPES = secrets.TOKEN_SHAPES
+token_regex = secrets.token_regex
+token_shape = secrets.token_shape
 # Only for dummy values (prod/ is full of sha256 digests): a long unbroken run of
 # letters and digits mixing both is what a generated secret looks like.
 _RANDOM_LOOKING = re.compile(r"[A-Za-z0-9+/_=]{24,}")
-
-
-def token_regex() -> str:
-    """One regex matching every token shape (the pre-commit hook's entry)."""
-    return "|".join(TOKEN_SHAPES.values())
-
-
-def token_shape(text: str) -> str | None:
-    """What kind of credential `text` contains, if any (never the text itself)."""
-    for label, pattern in TOKEN_SHAPES.items():
-        if re.search(pattern, text):
-            return label
-    return None
 
 
 def fake_value_problem(value: str) -> str | None:
