@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tierops import interp, shellwords, units
-from tierops.yamlload import START, Loaded, Pos, Span, YList, YMap, key_text, load_path
+from tierops.yamlload import START, Loaded, Pos, Span, YList, YMap, key_text, load_path, no_gc
 
 Key = str | int
 PathT = tuple[Key, ...]
@@ -169,8 +169,9 @@ def build(
     """
     directory = project_dir if project_dir is not None else posixpath.dirname(loaded.path) or "."
     problems: list[Problem] = []
-    raw = merge_documents(list(loaded.documents), problems)
-    return _project(raw, loaded.path, loaded, directory, env, problems, loaded.text)
+    with no_gc():
+        raw = merge_documents(list(loaded.documents), problems)
+        return _project(raw, loaded.path, loaded, directory, env, problems, loaded.text)
 
 
 def build_raw(
@@ -503,6 +504,8 @@ class _Ctx:
             return None
 
     def template(self, text: str, origin: Origin) -> str:
+        if "$" not in text:
+            return text  # nothing to interpolate, nothing to escape
         masked = self.masked(text, origin)
         if masked is None:
             return text

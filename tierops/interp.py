@@ -231,16 +231,11 @@ class Masked(NamedTuple):
 
     def restore(self, part: str) -> str:
         """A piece of `text` back in template spelling."""
-        out: list[str] = []
-        for char in part:
-            code = ord(char)
-            if _PLACEHOLDER_BASE <= code < _PLACEHOLDER_BASE + len(self.refs):
-                out.append(self.refs[code - _PLACEHOLDER_BASE])
-            elif char == "$":
-                out.append("$$")
-            else:
-                out.append(char)
-        return "".join(out)
+        if not self.refs:
+            return part.replace("$", "$$") if "$" in part else part
+        table: dict[int, str] = {ord("$"): "$$"}
+        table.update({_PLACEHOLDER_BASE + index: ref for index, ref in enumerate(self.refs)})
+        return part.translate(table)
 
     def has_refs(self, part: str) -> bool:
         return any(_PLACEHOLDER_BASE <= ord(char) < _PLACEHOLDER_BASE + len(self.refs) for char in part)
