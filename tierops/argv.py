@@ -46,9 +46,15 @@ _FLAG = re.compile(r"^--?[A-Za-z]")
 
 
 def engine_program(words: Sequence[str], image: str | None = None) -> str | None:
-    """"sglang", "vllm", or None: what the words (entrypoint + command) start."""
+    """ "sglang", "vllm", or None: what the words (entrypoint + command) start."""
     for name, start in _PROGRAMS:
-        if tuple(word.rsplit("/", 1)[-1] if index == 0 else word for index, word in enumerate(words[: len(start)])) == start:
+        if (
+            tuple(
+                word.rsplit("/", 1)[-1] if index == 0 else word
+                for index, word in enumerate(words[: len(start)])
+            )
+            == start
+        ):
             return name
     if image and (not words or _FLAG.match(words[0])):
         for fragment, name in _IMAGE_PROGRAMS:

@@ -51,6 +51,7 @@ and diff lines point at and quote the author's text.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -71,6 +72,10 @@ class Origin(NamedTuple):
     pos: Pos
     raw: Any
     span: Span | None = None
+
+
+# Origin((pos, raw, span)) without a NamedTuple's Python-level __new__ (one per value).
+_new_origin: Any = functools.partial(tuple.__new__, Origin)
 
 
 class Problem(NamedTuple):
@@ -97,7 +102,9 @@ class Service:
         """The canonical value at `path` (None when absent)."""
         node: Any = self.fields
         for key in path:
-            if isinstance(node, dict) and key in node:
+            if isinstance(node, dict):
+                if key not in node:
+                    return None
                 node = node[key]
             elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
                 node = node[key]
@@ -157,9 +164,7 @@ def load(path: Path, display: str | None = None, *, project_dir: str | None = No
     return build(loaded, project_dir=project_dir if project_dir is not None else str(path.parent))
 
 
-def build(
-    loaded: Loaded, *, project_dir: str | None = None, env: Mapping[str, str] | None = None
-) -> Project:
+def build(loaded: Loaded, *, project_dir: str | None = None, env: Mapping[str, str] | None = None) -> Project:
     """The canonical project of a loaded file.
 
     `project_dir` resolves relative bind mounts (default: the directory of
@@ -190,7 +195,7 @@ def canonical_value(key: str, value: Any, *, project_dir: str = ".") -> Any:
     return service.fields.get(key)
 
 
-def _project(
+def _project(  # noqa: PLR0912 (one branch per top-level key)
     raw: YMap,
     path: str,
     loaded: Loaded | None,
@@ -203,7 +208,9 @@ def _project(
     services: dict[str, Service] = {}
     raw_services = raw.get("services")
     if raw_services is not None and not isinstance(raw_services, YMap):
-        problems.append(Problem(raw.at("services"), "`services` must be a mapping of service names to definitions"))
+        problems.append(
+            Problem(raw.at("services"), "`services` must be a mapping of service names to definitions")
+        )
         raw_services = None
     for name, body in (raw_services or {}).items():
         pos = raw_services.at(name) if isinstance(raw_services, YMap) else START
@@ -233,9 +240,7 @@ def _project(
             continue  # obsolete: compose ignores it (and warns)
         else:
             sections[key] = ctx.generic(value, at, (key,), None)
-    uses_default = any(
-        "default" in (service.fields.get("networks") or {}) for service in services.values()
-    )
+    uses_default = any("default" in (service.fields.get("networks") or {}) for service in services.values())
     if uses_default:
         networks = sections.setdefault("networks", {})
         if isinstance(networks, dict) and "default" not in networks:
@@ -271,7 +276,7 @@ _REPLACED = frozenset({"command", "entrypoint"})
 _KEYED = frozenset({"environment", "labels", "sysctls", "annotations", "extra_hosts", "depends_on"})
 
 
-def _merge(base: Any, over: Any, path: PathT) -> Any:
+def _merge(base: Any, over: Any, path: PathT) -> Any:  # noqa: PLR0911, PLR0912 (one branch per compose merge rule)
     depth = len(path)
     in_service = depth >= 2 and path[0] == "services"
     key = path[-1] if path else None
@@ -283,9 +288,17 @@ def _merge(base: Any, over: Any, path: PathT) -> Any:
         return over
     if in_service and depth == 3 and key in _KEYED:
         return _merge_keyed(base, over)
-    if in_service and depth == 3 and key == "logging" and isinstance(base, YMap) and isinstance(over, YMap):
-        if "driver" in base and "driver" in over and base["driver"] != over["driver"]:
-            return over
+    if (
+        in_service
+        and depth == 3
+        and key == "logging"
+        and isinstance(base, YMap)
+        and isinstance(over, YMap)
+        and "driver" in base
+        and "driver" in over
+        and base["driver"] != over["driver"]
+    ):
+        return over  # another logging driver: its options are not merged
     if isinstance(base, YMap) and isinstance(over, YMap):
         result = _copy_map(base)
         for name, value in over.items():
@@ -306,7 +319,9 @@ def _merge(base: Any, over: Any, path: PathT) -> Any:
             for index, item in enumerate(source):
                 result_list.append(item)
                 result_list.item_pos.append(source.at(index))
-                result_list.item_span.append(source.item_span[index] if index < len(source.item_span) else None)
+                result_list.item_span.append(
+                    source.item_span[index] if index < len(source.item_span) else None
+                )
         return result_list
     return over
 
@@ -415,9 +430,10 @@ def _volume_key(item: Any) -> str | None:
         return target if isinstance(target, str) else None
     if isinstance(item, str):
         try:
-            return _parse_volume(item)["target"]
+            target = _parse_volume(item)["target"]
         except ValueError:
             return None
+        return target if isinstance(target, str) else None
     return None
 
 
@@ -481,15 +497,18 @@ class _Ctx:
     @staticmethod
     def item(container: YList, index: int) -> Origin:
         span = container.item_span[index] if index < len(container.item_span) else None
-        return Origin(container.at(index), container[index], span)
+        origin: Origin = _new_origin((container.at(index), container[index], span))
+        return origin
 
     @staticmethod
     def member(container: YMap, key: str) -> Origin:
-        return Origin(container.at(key), container[key], container.value_span.get(key))
+        origin: Origin = _new_origin((container.at(key), container[key], container.value_span.get(key)))
+        return origin
 
     @staticmethod
     def member_value(container: YMap, key: str) -> Origin:
-        return Origin(container.value_at(key), container[key], container.value_span.get(key))
+        origin: Origin = _new_origin((container.value_at(key), container[key], container.value_span.get(key)))
+        return origin
 
     # -- strings and templates
 
@@ -535,7 +554,7 @@ class _Ctx:
         self.problem(origin, f"expected a string, number or boolean, not {_type(value)}")
         return flow(value)
 
-    def cast(self, value: Any, origin: Origin, kind: str, label: str | None = None) -> Any:
+    def cast(self, value: Any, origin: Origin, kind: str, label: str | None = None) -> Any:  # noqa: PLR0911, PLR0912 (one branch per kind of value)
         """A typed key: YAML values as they are, strings cast as compose casts them."""
         what = label or _dotted(self.prefix)
         if isinstance(value, str):
@@ -584,11 +603,18 @@ class _Ctx:
             result: dict[str, Any] = {}
             for key in value:
                 child = self.member_value(value, key)
-                result[key] = self.generic(value[key], child, (*path, key), None if record is None else (*record, key))
+                result[key] = self.generic(
+                    value[key], child, (*path, key), None if record is None else (*record, key)
+                )
             return result
         if isinstance(value, YList):
             return [
-                self.generic(item, self.item(value, index), (*path, index), None if record is None else (*record, index))
+                self.generic(
+                    item,
+                    self.item(value, index),
+                    (*path, index),
+                    None if record is None else (*record, index),
+                )
                 for index, item in enumerate(value)
             ]
         if isinstance(value, str):
@@ -763,8 +789,6 @@ def _string(ctx: _Ctx, value: Any, origin: Origin) -> Any:
     return ctx.text_value(value, origin, ctx.prefix, where=_dotted(ctx.prefix))
 
 
-
-
 def _typed(kind: str) -> Handler:
     def handler(ctx: _Ctx, value: Any, origin: Origin) -> Any:
         return ctx.cast(value, origin, kind)
@@ -814,7 +838,7 @@ def _argv(ctx: _Ctx, value: Any, origin: Origin) -> list[str] | None:
 def _key_values(*, null: str | None, what: str) -> Handler:
     """environment/labels/sysctls/annotations: a mapping whatever the spelling."""
 
-    def handler(ctx: _Ctx, value: Any, origin: Origin) -> dict[str, Any]:
+    def handler(ctx: _Ctx, value: Any, origin: Origin) -> dict[str, Any]:  # noqa: PLR0912 (one branch per spelling)
         prefix = ctx.prefix
         key = _dotted(prefix)
         result: dict[str, Any] = {}
@@ -836,13 +860,14 @@ def _key_values(*, null: str | None, what: str) -> Handler:
         if isinstance(value, YList):
             for index, item in enumerate(value):
                 child = ctx.item(value, index)
-                if not isinstance(item, str):
-                    if isinstance(item, (int, float)) and not isinstance(item, bool):
-                        item = ctx.stringified(item, child)
+                text = item
+                if not isinstance(text, str):
+                    if isinstance(text, (int, float)) and not isinstance(text, bool):
+                        text = ctx.stringified(text, child) or ""
                     else:
-                        ctx.problem(child, f"{key}[{index}] must be a string KEY=VALUE, not {_type(item)}")
+                        ctx.problem(child, f"{key}[{index}] must be a string KEY=VALUE, not {_type(text)}")
                         continue
-                name, sep, rest = item.partition("=")
+                name, sep, rest = text.partition("=")
                 name = ctx.template(name, child) if "$" in name else name
                 ctx.record((*prefix, name), child)
                 if sep:
@@ -875,7 +900,10 @@ def _string_list(*, single: bool, duplicates: str = "keep") -> Handler:
             seen: set[str] = set()
             for index, item in enumerate(result):
                 if item in seen:
-                    ctx.problem(ctx.origin_of((*ctx.prefix, index), origin), f"{_dotted(ctx.prefix)} lists {item!r} twice; compose refuses duplicates here")
+                    ctx.problem(
+                        ctx.origin_of((*ctx.prefix, index), origin),
+                        f"{_dotted(ctx.prefix)} lists {item!r} twice; compose refuses duplicates here",
+                    )
                 seen.add(item)
             return result
         return list(dict.fromkeys(result))
@@ -934,7 +962,7 @@ def _extra_hosts(ctx: _Ctx, value: Any, origin: Origin) -> list[str]:
     return result
 
 
-def _healthcheck(ctx: _Ctx, value: Any, origin: Origin) -> Any:
+def _healthcheck(ctx: _Ctx, value: Any, origin: Origin) -> Any:  # noqa: PLR0912 (one branch per healthcheck key)
     if not isinstance(value, YMap):
         ctx.problem(origin, f"healthcheck must be a mapping, not {_type(value)}")
         return None
@@ -995,7 +1023,9 @@ def _depends_on(ctx: _Ctx, value: Any, origin: Origin) -> dict[str, Any]:
                     ctx.record(("depends_on", name, key), Origin(entry.at(key), entry[key], inner.span))
                     if key in ("required", "restart"):
                         if not isinstance(entry[key], bool):  # compose's schema: a YAML boolean
-                            ctx.problem(inner, f"depends_on.{name}.{key} must be a boolean (true or false, unquoted)")
+                            ctx.problem(
+                                inner, f"depends_on.{name}.{key} must be a boolean (true or false, unquoted)"
+                            )
                         spec[key] = entry[key]
                     else:
                         spec[key] = ctx.generic(entry[key], inner, ("depends_on", name, key), None)
@@ -1032,7 +1062,7 @@ def _ports(ctx: _Ctx, value: Any, origin: Origin) -> list[dict[str, Any]]:
     return result
 
 
-def _short_port(ctx: _Ctx, item: str | int, origin: Origin) -> list[dict[str, Any]]:
+def _short_port(ctx: _Ctx, item: str | int, origin: Origin) -> list[dict[str, Any]]:  # noqa: PLR0912 (one branch per part of the port syntax)
     if isinstance(item, int):
         return [{"mode": "ingress", "target": item, "protocol": "tcp"}]
     masked = ctx.masked(item, origin)
@@ -1080,7 +1110,7 @@ def _short_port(ctx: _Ctx, item: str | int, origin: Origin) -> list[dict[str, An
         entry = {"mode": "ingress"}
         if host:
             entry["host_ip"] = host
-        entry["target"] = port  # type: ignore[assignment]
+        entry["target"] = port
         if published_range is not None:
             low, high = published_range
             if high - low == last - first:
@@ -1117,7 +1147,8 @@ def _long_port(ctx: _Ctx, item: YMap, origin: Origin, index: int) -> dict[str, A
 
 
 def _expose(ctx: _Ctx, value: Any, origin: Origin) -> list[str]:
-    return _string_list(single=False)(ctx, value, origin)
+    words: list[str] = _string_list(single=False, duplicates="drop")(ctx, value, origin)
+    return words
 
 
 _VOLUME_OPTIONS = frozenset({"ro", "rw", "z", "Z", "nocopy"})
@@ -1187,7 +1218,7 @@ def _volumes(ctx: _Ctx, value: Any, origin: Origin) -> list[dict[str, Any]]:
     return result
 
 
-def _short_volume(ctx: _Ctx, item: str, origin: Origin) -> dict[str, Any] | None:
+def _short_volume(ctx: _Ctx, item: str, origin: Origin) -> dict[str, Any] | None:  # noqa: PLR0912 (one branch per volume option)
     masked = ctx.masked(item, origin)
     if masked is None:
         return None
@@ -1201,9 +1232,17 @@ def _short_volume(ctx: _Ctx, item: str, origin: Origin) -> dict[str, Any] | None
     if source is None:
         mount = {"type": "volume", "target": masked.restore(parsed["target"]), "volume": {}}
     elif _is_path(source):
-        mount = {"type": "bind", "source": _resolve(ctx.directory, masked.restore(source)), "target": masked.restore(parsed["target"])}
+        mount = {
+            "type": "bind",
+            "source": _resolve(ctx.directory, masked.restore(source)),
+            "target": masked.restore(parsed["target"]),
+        }
     else:
-        mount = {"type": "volume", "source": masked.restore(source), "target": masked.restore(parsed["target"])}
+        mount = {
+            "type": "volume",
+            "source": masked.restore(source),
+            "target": masked.restore(parsed["target"]),
+        }
     bind: dict[str, Any] = {}
     volume: dict[str, Any] = {}
     for option in parsed["options"]:
@@ -1338,7 +1377,9 @@ def _networks(ctx: _Ctx, value: Any, origin: Origin) -> dict[str, Any]:
                     if key == "priority":
                         body[key] = ctx.cast(entry[key], inner, "int")
                     else:
-                        body[key] = ctx.generic(entry[key], inner, ("networks", name, key), ("networks", name, key))
+                        body[key] = ctx.generic(
+                            entry[key], inner, ("networks", name, key), ("networks", name, key)
+                        )
                 result[name] = body
             else:
                 ctx.problem(child, f"networks.{name} must be a mapping or empty")
@@ -1377,7 +1418,10 @@ def _gpus(ctx: _Ctx, value: Any, origin: Origin) -> Any:
         ctx.problem(origin, f"gpus must be 'all' or a list, not {value!r}")
         return text
     if isinstance(value, YList):
-        return [_device_request(ctx, item, ctx.item(value, index), ("gpus", index)) for index, item in enumerate(value)]
+        return [
+            _device_request(ctx, item, ctx.item(value, index), ("gpus", index))
+            for index, item in enumerate(value)
+        ]
     ctx.problem(origin, "gpus must be 'all' or a list")
     return None
 
@@ -1405,7 +1449,10 @@ def _device_request(ctx: _Ctx, item: Any, origin: Origin, path: PathT) -> Any:
                 if isinstance(word, str):
                     words.append(ctx.template(word, inner))
                 else:
-                    ctx.problem(inner, f"{_dotted((*path, key, index))} must be a string, not {_type(word)} (quote it)")
+                    ctx.problem(
+                        inner,
+                        f"{_dotted((*path, key, index))} must be a string, not {_type(word)} (quote it)",
+                    )
                     words.append(flow(word))
             result[key] = words
         elif key in ("capabilities", "device_ids"):
@@ -1472,7 +1519,10 @@ def _resources(ctx: _Ctx, value: YMap) -> dict[str, Any]:
                 body[key] = ctx.cast(item, inner, "float")
             elif key == "memory":
                 if not isinstance(item, str):  # unlike shm_size, compose's schema wants a string here
-                    ctx.problem(inner, f"deploy.resources.{kind}.memory must be a string such as '512M', not {_type(item)}")
+                    ctx.problem(
+                        inner,
+                        f"deploy.resources.{kind}.memory must be a string such as '512M', not {_type(item)}",
+                    )
                 body[key] = ctx.cast(item, inner, "bytes")
             elif key == "pids":
                 body[key] = ctx.cast(item, inner, "int")
@@ -1527,7 +1577,9 @@ def _devices(ctx: _Ctx, value: Any, origin: Origin) -> list[Any]:
             else:
                 result.append({"source": parts[0], "target": parts[1], "permissions": parts[2]})
         else:
-            ctx.problem(child, f"devices[{index}] must be a string /dev/x[:/dev/y[:perms]], not {_type(item)}")
+            ctx.problem(
+                child, f"devices[{index}] must be a string /dev/x[:/dev/y[:perms]], not {_type(item)}"
+            )
             result.append(ctx.generic(item, child, ("devices", index), None))
     return result
 
@@ -1658,7 +1710,11 @@ def runtime_form(fields: Mapping[str, Any], *, host_gpus: int | None = None) -> 
     limits = result.get("ulimits")
     if isinstance(limits, dict):
         result["ulimits"] = {
-            name: (value["soft"] if isinstance(value, dict) and value.get("soft") == value.get("hard") and "soft" in value else value)
+            name: (
+                value["soft"]
+                if isinstance(value, dict) and value.get("soft") == value.get("hard") and "soft" in value
+                else value
+            )
             for name, value in limits.items()
         }
     if host_gpus is not None:
@@ -1694,10 +1750,14 @@ def _all_gpus(deploy: dict[str, Any], host_gpus: int) -> dict[str, Any]:
         if isinstance(section, dict) and isinstance(section.get("devices"), list):
             devices = []
             for device in section["devices"]:
-                if isinstance(device, dict) and (device.get("count") == -1 or sorted(device.get("device_ids") or [], key=str) == every):
-                    device = {k: v for k, v in device.items() if k not in ("count", "device_ids")}
-                    device["gpus"] = "all"
-                devices.append(device)
+                if isinstance(device, dict) and (
+                    device.get("count") == -1 or sorted(device.get("device_ids") or [], key=str) == every
+                ):
+                    whole = {k: v for k, v in device.items() if k not in ("count", "device_ids")}
+                    whole["gpus"] = "all"
+                    devices.append(whole)
+                else:
+                    devices.append(device)
             changed[kind] = {**section, "devices": devices}
     if not changed:
         return deploy
@@ -1707,7 +1767,7 @@ def _all_gpus(deploy: dict[str, Any], host_gpus: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- helpers
 
 
-def _type(value: Any) -> str:
+def _type(value: Any) -> str:  # noqa: PLR0911 (one return per YAML type)
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int):
@@ -1738,7 +1798,7 @@ def _dotted(path: PathT) -> str:
     return text
 
 
-def flow(value: Any) -> str:
+def flow(value: Any) -> str:  # noqa: PLR0911 (one return per YAML type)
     """A compact one-line rendering of raw YAML data, for quoting collections."""
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{key}: {flow(item)}" for key, item in value.items()) + "}"

@@ -154,7 +154,9 @@ def _walk(
             index = dollar + 1
             continue
         if isinstance(ref, Bad):
-            raise TemplateError(f"invalid interpolation format in {text[ref.start : ref.end]!r}: {ref.reason}")
+            raise TemplateError(
+                f"invalid interpolation format in {text[ref.start : ref.end]!r}: {ref.reason}"
+            )
         name, operator, operand, close = ref
         out.append(on_literal("".join(literal)))
         literal = []

@@ -56,13 +56,44 @@ _SECRET_ENDINGS = ("password", "passwd", "token", "secret", "apikey", "privateke
 # A last word naming where a secret is, or what it is about, not the secret itself.
 NOT_SECRET_LAST = frozenset(
     {
-        "path", "file", "files", "dir", "url", "uri", "name", "names", "id", "ids", "type", "header",
-        "env", "var", "ttl", "length", "len", "size", "count", "endpoint", "host", "port", "user",
-        "username", "policy", "mode", "algorithm", "format", "version", "ref", "hint", "prefix",
+        "path",
+        "file",
+        "files",
+        "dir",
+        "url",
+        "uri",
+        "name",
+        "names",
+        "id",
+        "ids",
+        "type",
+        "header",
+        "env",
+        "var",
+        "ttl",
+        "length",
+        "len",
+        "size",
+        "count",
+        "endpoint",
+        "host",
+        "port",
+        "user",
+        "username",
+        "policy",
+        "mode",
+        "algorithm",
+        "format",
+        "version",
+        "ref",
+        "hint",
+        "prefix",
     }
 )
 # Words that contain a secret ending without being secrets (`passthrough`, `bypass`).
-_NOT_SECRET_WORDS = frozenset({"passthrough", "bypass", "compass", "keyspace", "keyboard", "monkey", "hotkey"})
+_NOT_SECRET_WORDS = frozenset(
+    {"passthrough", "bypass", "compass", "keyspace", "keyboard", "monkey", "hotkey"}
+)
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[^A-Za-z]+")

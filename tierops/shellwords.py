@@ -28,7 +28,7 @@ class Split(NamedTuple):
     dropped: str | None  # the text after an unquoted ; & | < > that compose ignores
 
 
-def split(line: str) -> Split:
+def split(line: str) -> Split:  # noqa: PLR0912, PLR0915 (one branch per go-shellwords state)
     words: list[str] = []
     buf: list[str] = []
     escaped = double = single = backquote = dollar = False

@@ -121,7 +121,7 @@ def parse_bytes(text: str) -> int:
 # --------------------------------------------------------------------------- numbers
 
 
-def go_float(value: float) -> str:
+def go_float(value: float) -> str:  # noqa: PLR0911 (one return per form of the number)
     """Go's `%v` of a float64 (`fmt.Sprint`), as compose prints a YAML float it turns into text."""
     if math.isnan(value):
         return "NaN"

@@ -36,6 +36,7 @@ again. Both yield the same events with the same marks, so the result is identica
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import re
@@ -73,6 +74,9 @@ class Pos(NamedTuple):
 
 
 START = Pos(1, 1)
+# Pos((line, col)) without the Python-level __new__ of a NamedTuple: the loader makes
+# one for every key and value.
+_new_pos: Any = functools.partial(tuple.__new__, Pos)
 Span = tuple[int, int]  # character offsets [start, end) of a scalar in the file's text
 
 
@@ -236,7 +240,8 @@ def _load_bytes(raw: bytes, path: str) -> Loaded:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LoadError(
-            _byte_pos(raw, exc.start), f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"
+            _byte_pos(raw, exc.start),
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -306,7 +311,8 @@ def _byte_pos(raw: bytes, offset: int) -> Pos:
 
 def _pos(event: Any) -> Pos:
     mark = event.start_mark
-    return Pos(mark.line + 1, mark.column + 1)
+    pos: Pos = _new_pos((mark.line + 1, mark.column + 1))
+    return pos
 
 
 # The event classes by name: PyYAML's and ruamel.yaml's share their names and fields.
@@ -353,7 +359,7 @@ class _Composer:
         self.stack: list[_Frame] = []
         self.root: list[tuple[Any, Pos]] = []
 
-    def feed(self, events: Iterable[Any]) -> None:
+    def feed(self, events: Iterable[Any]) -> None:  # noqa: PLR0912 (one branch per event kind)
         stack = self.stack
         kinds: dict[type, str] = {}
         attach = self._attach
@@ -376,7 +382,7 @@ class _Composer:
                 else:
                     attach(
                         value,
-                        Pos(start.line + 1, start.column + 1),
+                        _new_pos((start.line + 1, start.column + 1)),
                         1,
                         not style,
                         True,
@@ -485,7 +491,9 @@ class _Composer:
             sources = value if isinstance(value, YList) else [value]
             for source in sources:
                 if not isinstance(source, YMap):
-                    raise LoadError(frame.key_pos, "merge key '<<' must refer to a mapping or a list of mappings")
+                    raise LoadError(
+                        frame.key_pos, "merge key '<<' must refer to a mapping or a list of mappings"
+                    )
                 frame.merge_sources.append(source)
         else:
             mapping[frame.key] = value

@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tierops.yamlload import scalar_text
+from tierops.yamlload import YList, YMap, scalar_text
 from validators.embedded import Embedded, embedded
 from validators.findings import Finding, Pos
-from tierops.yamlload import YList, YMap
 from validators.model import ComposeFile
 
 

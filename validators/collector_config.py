@@ -33,11 +33,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from tierops.yamlload import scalar_text
+from tierops.yamlload import YList, YMap, scalar_text
 from validators.collector import collector, dig
 from validators.context import Context
 from validators.findings import Finding, Pos, error
-from tierops.yamlload import YList, YMap
 from validators.model import ComposeFile
 
 ID = "collector-config"

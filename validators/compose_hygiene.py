@@ -30,9 +30,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from tierops.yamlload import YMap
 from validators.context import Context
 from validators.findings import Finding, error
-from tierops.yamlload import YMap
 from validators.model import ComposeFile, Service
 
 ID = "compose-hygiene"

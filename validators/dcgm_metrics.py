@@ -75,15 +75,15 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
         yield error(path, dcgm.at("image"), ID, f"{dcgm.name} image is not pinned by digest")
     yield from _gpus(path, dcgm, compose, ctx)
     fields = yield from _csv(compose, dcgm, ctx)
-    if any(field.startswith("DCGM_FI_PROF_") for field in fields):
-        # As Docker grants them: CAP_SYS_ADMIN is SYS_ADMIN.
-        if "SYS_ADMIN" not in (dcgm.runtime().get("cap_add") or []):
-            yield error(
-                path,
-                dcgm.at("cap_add"),
-                ID,
-                f"{dcgm.name} lacks cap_add SYS_ADMIN, which the active DCGM_FI_PROF_* fields need (they would read as zero)",
-            )
+    # As Docker grants capabilities: CAP_SYS_ADMIN is SYS_ADMIN.
+    profiling = any(field.startswith("DCGM_FI_PROF_") for field in fields)
+    if profiling and "SYS_ADMIN" not in (dcgm.runtime().get("cap_add") or []):
+        yield error(
+            path,
+            dcgm.at("cap_add"),
+            ID,
+            f"{dcgm.name} lacks cap_add SYS_ADMIN, which the active DCGM_FI_PROF_* fields need (they would read as zero)",
+        )
     yield from _scrape(compose, dcgm, ctx)
 
 

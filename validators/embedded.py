@@ -48,9 +48,16 @@ class Embedded:
         try:
             loaded = load_bytes(self.text.encode("utf-8"), path)
         except LoadError as problem:
-            return error(path, self.outer(problem.pos), rule, f"configs.{self.name}.content: {problem.message}")
+            return error(
+                path, self.outer(problem.pos), rule, f"configs.{self.name}.content: {problem.message}"
+            )
         if len(loaded.documents) != 1:
-            return error(path, self.key_pos, rule, f"configs.{self.name}.content holds {len(loaded.documents)} YAML documents, not one")
+            return error(
+                path,
+                self.key_pos,
+                rule,
+                f"configs.{self.name}.content holds {len(loaded.documents)} YAML documents, not one",
+            )
         return loaded.documents[0]
 
 

@@ -30,10 +30,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tierops.argv import aliases_for
 from validators.context import Context
 from validators.findings import START, Finding, Pos, error, warning
 from validators.manifest import FlagSpec
-from tierops.argv import aliases_for
 from validators.model import ComposeFile, Service, Token
 
 ID = "engine-flags"

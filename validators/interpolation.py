@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 from tierops import interp, secrets
 from tierops.errors import InputError
-from tierops.yamlload import LoadError, Loaded, Pos, Span, YList, YMap, load_bytes, read_regular
+from tierops.yamlload import Loaded, LoadError, Pos, Span, YList, YMap, load_bytes, read_regular
 
 NAME = interp.NAME
 OPERATORS = interp.OPERATORS
@@ -177,7 +177,9 @@ def scan_loaded(loaded: Loaded, path: Path | None = None) -> FileScan:
             )
     references.sort(key=lambda ref: (ref.line, ref.col, ref.depth))
     problems.sort(key=lambda problem: (problem.line, problem.col))
-    return FileScan(path or Path(shown), shown, tuple(references), tuple(problems), _profiles(loaded.documents))
+    return FileScan(
+        path or Path(shown), shown, tuple(references), tuple(problems), _profiles(loaded.documents)
+    )
 
 
 def scan_text(text: str, shown: str, path: Path | None = None) -> FileScan:
@@ -185,7 +187,9 @@ def scan_text(text: str, shown: str, path: Path | None = None) -> FileScan:
     try:
         loaded = load_bytes(text.encode("utf-8"), shown)
     except LoadError as error:
-        problem = Problem(shown, error.pos.line, error.pos.col, RULE_YAML, f"not valid compose YAML: {error.message}")
+        problem = Problem(
+            shown, error.pos.line, error.pos.col, RULE_YAML, f"not valid compose YAML: {error.message}"
+        )
         return FileScan(path or Path(shown), shown, (), (problem,), ())
     return scan_loaded(loaded, path)
 
@@ -221,7 +225,10 @@ def _locate(text: str, value: str, span: Span | None) -> tuple[list[_Located], l
             _Located(v.name, v.operator, start + r.start, value[v.start : v.end], v.depth)
             for r, v in zip(raw_found, value_found, strict=True)
         ]
-        bad = [(start + r.start, value[v.start : v.end], v.reason) for r, v in zip(raw_bad, value_bad, strict=True)]
+        bad = [
+            (start + r.start, value[v.start : v.end], v.reason)
+            for r, v in zip(raw_bad, value_bad, strict=True)
+        ]
         return located, bad
     located = [_Located(f.name, f.operator, start, value[f.start : f.end], f.depth) for f in value_found]
     return located, [(start, value[b.start : b.end], b.reason) for b in value_bad]
@@ -233,7 +240,9 @@ def scan_file(path: Path, shown: str) -> FileScan:
     try:
         loaded = load_bytes(raw, shown)
     except LoadError as error:
-        problem = Problem(shown, error.pos.line, error.pos.col, RULE_YAML, f"not valid compose YAML: {error.message}")
+        problem = Problem(
+            shown, error.pos.line, error.pos.col, RULE_YAML, f"not valid compose YAML: {error.message}"
+        )
         return FileScan(path, shown, (), (problem,), ())
     return scan_loaded(loaded, path)
 

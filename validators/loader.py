@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tierops.canonical import Project, build
-from tierops.yamlload import LoadError, Loaded, YMap, load_bytes, read_regular
+from tierops.yamlload import Loaded, LoadError, YMap, load_bytes, read_regular
 from validators.findings import Finding, error
 
 ID = "yaml"

@@ -110,7 +110,9 @@ class Service:
         result: list[Flag] = []
         for option in self.argv().options:
             pos = tokens[option.index].pos
-            value_pos = tokens[option.index + 1].pos if option.value is not None and not option.attached else pos
+            value_pos = (
+                tokens[option.index + 1].pos if option.value is not None and not option.attached else pos
+            )
             result.append(Flag(option.flag, option.written, option.value, pos, value_pos, option.index))
         return result
 
@@ -140,7 +142,7 @@ class Service:
 
     @property
     def labels_form(self) -> str | None:
-        """"mapping", "list" or None when absent: how the author wrote them (style rules)."""
+        """ "mapping", "list" or None when absent: how the author wrote them (style rules)."""
         if "labels" not in self.data:
             return None
         return "mapping" if isinstance(self.data["labels"], YMap) else "list"

@@ -45,11 +45,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tierops.yamlload import scalar_text
+from tierops.yamlload import YMap, scalar_text
 from validators.collector import Collector, collector, dig
 from validators.context import Context
 from validators.findings import Finding, error
-from tierops.yamlload import YMap
 from validators.model import ComposeFile, Service, engine_image_prefix
 
 ID = "otel-labels"

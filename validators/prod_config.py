@@ -36,11 +36,10 @@ from typing import Any
 
 from tierops.canonical import canonical_value, flow, normalize_image, runtime_form
 from tierops.yamlload import scalar_text
-from validators.collector import collector, dig
+from validators.collector import collector
 from validators.context import Context
 from validators.contract import Contract, FileContract, Replica
 from validators.findings import START, Finding, Pos, error
-from tierops.yamlload import YList, YMap
 from validators.model import HOST_GPUS, ComposeFile, Flag, Service
 
 ID = "prod-config"
@@ -318,7 +317,9 @@ def _settings(path: str, service: Service, settings: Any) -> Iterator[Finding]:
         expected = _expected_at(top, rest, want)
         got = _walk(runtime.get(top), rest) if service.has(top) else None
         if got is None:
-            yield error(path, service.at(top, *rest), ID, f"{service.name} lacks {dotted}: {scalar_text(want)}")
+            yield error(
+                path, service.at(top, *rest), ID, f"{service.name} lacks {dotted}: {scalar_text(want)}"
+            )
         elif got != expected:
             yield error(
                 path,
@@ -530,14 +531,17 @@ def _pairing(path: str, service: Service, contract: Contract) -> Iterator[Findin
                 ID,
                 f"{service.name} --chunked-prefill-size {flag.value} needs the DSA indexer split ({marker[0] if marker else 'qsplit'}=1): without it a long burst leaves no free GPU memory",
             )
-    if has_split and marker is not None:
-        if not any(_same_image(service, image) for image in contract.qsplit_images):
-            yield error(
-                path,
-                service.at("image"),
-                ID,
-                f"{service.name} sets {marker[0]}=1 on an image not known to carry the split patch; allowed: {', '.join(contract.qsplit_images)}",
-            )
+    if (
+        has_split
+        and marker is not None
+        and not any(_same_image(service, image) for image in contract.qsplit_images)
+    ):
+        yield error(
+            path,
+            service.at("image"),
+            ID,
+            f"{service.name} sets {marker[0]}=1 on an image not known to carry the split patch; allowed: {', '.join(contract.qsplit_images)}",
+        )
 
 
 # -- replica parity ---------------------------------------------------------------------
@@ -582,7 +586,9 @@ def _parity(
             )
 
 
-def _first_difference(a: Any, b: Any, where: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], Any, Any] | None:
+def _first_difference(
+    a: Any, b: Any, where: tuple[str | int, ...]
+) -> tuple[tuple[str | int, ...], Any, Any] | None:
     """The deepest path under `where` at which two canonical values differ, and the values."""
     if a == b:
         return None
@@ -690,7 +696,11 @@ def _nginx(compose: ComposeFile, contract: Contract, file: FileContract) -> Iter
     # Compared as compose reads them: `8000:8000`, `8000:8000/tcp` and the long syntax are one port.
     if (service.get("ports") or []) != canonical_value("ports", list(file.nginx_ports)):
         raw = service.data.get("ports")
-        got = [scalar_text(p) if not isinstance(p, dict) else flow(p) for p in raw] if isinstance(raw, list) else []
+        got = (
+            [scalar_text(p) if not isinstance(p, dict) else flow(p) for p in raw]
+            if isinstance(raw, list)
+            else []
+        )
         yield error(
             compose.path,
             service.at("ports"),

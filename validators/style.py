@@ -28,7 +28,9 @@ from validators.findings import Finding, warning
 from validators.model import ComposeFile
 
 ID = "style"
-SUMMARY = "the one spelling of generated files (mapping labels, list commands); warnings, never a change in meaning"
+SUMMARY = (
+    "the one spelling of generated files (mapping labels, list commands); warnings, never a change in meaning"
+)
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
@@ -41,7 +43,11 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
                 ID,
                 f"style only: {service.name} labels are a list; write them as a mapping (SPEC 5). Compose reads both the same",
             )
-        if service.name in engines and service.has("command") and not isinstance(service.data["command"], YList):
+        if (
+            service.name in engines
+            and service.has("command")
+            and not isinstance(service.data["command"], YList)
+        ):
             yield warning(
                 compose.path,
                 service.at("command"),

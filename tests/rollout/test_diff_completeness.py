@@ -26,7 +26,7 @@ from rollout.compare import compare
 from rollout.diff import diff_document, same
 from rollout.masking import mask_file, mask_form
 from rollout.normalize import document_form, load_documents
-from rollout.snapshot import Snapshot
+from rollout.snapshot import Snapshot, read_snapshot
 from tests.rollout.diffkit import LONG, ROOT, new_repo, run_cli, write
 from tierops.errors import InputError
 
@@ -240,9 +240,10 @@ def test_malformed_services_are_an_input_error_or_a_complete_diff_never_a_crash(
 
 
 def snapshot(commit: str | None, repo: Path = ROOT) -> dict[str, bytes]:
+    """prod/ at a commit as the diff reads it (its YAML files; a stray file is no compose file)."""
     if commit is None:
         return {}
-    return {name: git.show(repo, commit, name) or b"" for name in git.ls_tree(repo, commit, ["prod"])}
+    return read_snapshot(repo, Side("", commit), ["prod"]).files
 
 
 def assert_changeset_complete(changeset: ChangeSet, old: dict[str, bytes], new: dict[str, bytes]) -> int:

@@ -64,11 +64,24 @@ def _render(text: str, env: tuple[tuple[str, str], ...]) -> Rendered:
     directory.mkdir(parents=True, exist_ok=True)
     file = directory / "compose.yaml"
     file.write_text(text, encoding="utf-8")
-    with tempfile.NamedTemporaryFile("w", suffix=".env", dir=directory, delete=False, encoding="utf-8") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".env", dir=directory, delete=False, encoding="utf-8"
+    ) as handle:
         handle.write("".join(f"{key}={value}\n" for key, value in env))
         env_file = handle.name
     proc = subprocess.run(
-        [*binary().argv, "-f", str(file), "--env-file", env_file, "--profile", "*", "config", "--format", "json"],
+        [
+            *binary().argv,
+            "-f",
+            str(file),
+            "--env-file",
+            env_file,
+            "--profile",
+            "*",
+            "config",
+            "--format",
+            "json",
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -118,7 +131,9 @@ def environments(text: str, *, per_variable: bool = True) -> dict[str, dict[str,
 def ours(text: str, env: Mapping[str, str] | None = None) -> Project:
     """Our model of the text, in the same project directory as its renders."""
     directory = workdir(text)
-    return build(load_bytes(text.encode(), str(directory / "compose.yaml")), project_dir=str(directory), env=env)
+    return build(
+        load_bytes(text.encode(), str(directory / "compose.yaml")), project_dir=str(directory), env=env
+    )
 
 
 def fields(project: Project, name: str) -> Any:
@@ -136,12 +151,16 @@ def emulation_mismatches(text: str, envs: Iterable[str] = ("distinct",)) -> list
         if theirs.model is None:
             # Compose refuses the file in this environment: so must we, with a problem.
             if not mine.problems and not any(service.problems for service in mine):
-                problems.append(f"{label}: compose refused the file ({theirs.error}), our model reports nothing")
+                problems.append(
+                    f"{label}: compose refused the file ({theirs.error}), our model reports nothing"
+                )
             continue
         for name, rendered in theirs.model["services"].items():
             got = fields(mine, name) if name in mine.services else None
             if got != normal(rendered):
-                keys = sorted(k for k in {*(got or {}), *rendered} if (got or {}).get(k) != normal(rendered).get(k))
+                keys = sorted(
+                    k for k in {*(got or {}), *rendered} if (got or {}).get(k) != normal(rendered).get(k)
+                )
                 detail = "; ".join(
                     f"{key}: ours {json.dumps((got or {}).get(key))} compose {json.dumps(normal(rendered).get(key))}"
                     for key in keys
@@ -169,7 +188,9 @@ def partition_mismatches(
     renders = {label: render(text, env) for label, env in judged.items()}
     symbolic = ours(text)
     ours_of = {name: canon(symbolic, name) for name in names}
-    theirs_of = {name: tuple(json.dumps(r.service(name), sort_keys=True) for r in renders.values()) for name in names}
+    theirs_of = {
+        name: tuple(json.dumps(r.service(name), sort_keys=True) for r in renders.values()) for name in names
+    }
     problems: list[str] = []
     for first, a in enumerate(names):
         for b in names[first + 1 :]:
@@ -177,5 +198,7 @@ def partition_mismatches(
             compose_says = theirs_of[a] == theirs_of[b]
             if we_say != compose_says:
                 verdict = "equal" if we_say else "different"
-                problems.append(f"{a} and {b}: we say {verdict}, compose says {'equal' if compose_says else 'different'}")
+                problems.append(
+                    f"{a} and {b}: we say {verdict}, compose says {'equal' if compose_says else 'different'}"
+                )
     return problems

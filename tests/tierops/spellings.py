@@ -13,9 +13,9 @@ FAMILIES: dict[str, list[str]] = {
     "command": [
         "command: [sglang, serve, --port, '8000']",
         "command: sglang serve --port 8000",
-        "command: \"sglang serve --port 8000\"",
+        'command: "sglang serve --port 8000"',
         "command: 'sglang  serve\t--port 8000'",
-        "command: [\"sglang\", \"serve\", \"--port\", \"8000\"]",
+        'command: ["sglang", "serve", "--port", "8000"]',
         "command: sglang serve --port=8000",
         "command: sglang serve --port 8001",
         "command: sglang 'serve' \"--port\" 8000",
@@ -24,7 +24,7 @@ FAMILIES: dict[str, list[str]] = {
         "command: >-\n  sglang serve\n  --port 8000",
         "command: a\\ b c",
         "command: ['a b', c]",
-        "command: \"a \\\"b c\\\"\"",
+        'command: "a \\"b c\\""',
         "command: ['a', '\"b c\"']",
         "command: [a, 'b c']",
         "command: echo $$HOME",
@@ -280,11 +280,7 @@ REFUSED: list[str] = [
 
 # The helper definitions every variant file carries (a dependency, a network, ...).
 PRELUDE_SERVICES = "  dep-target:\n    image: busybox\n"
-EPILOGUE = (
-    "networks:\n  backend: {}\n"
-    "volumes:\n  app-data: {}\n"
-    "configs:\n  app-config:\n    content: hello\n"
-)
+EPILOGUE = "networks:\n  backend: {}\nvolumes:\n  app-data: {}\nconfigs:\n  app-config:\n    content: hello\n"
 
 
 def family_file(bodies: list[str]) -> tuple[str, list[str]]:
@@ -295,7 +291,7 @@ def family_file(bodies: list[str]) -> tuple[str, list[str]]:
         name = f"v{index}"
         names.append(name)
         lines.append(f"  {name}:")
-        if not body.startswith("image:"):
+        if not any(line.startswith("image:") for line in body.split("\n")):
             lines.append("    image: busybox")
         lines.extend("    " + line for line in body.split("\n"))
     return "\n".join(lines) + "\n" + EPILOGUE, names

@@ -129,7 +129,17 @@ def test_the_property_fails_on_a_deliberately_broken_normaliser(family: str, bro
 # --- random combinations of spellings ------------------------------------------------
 
 # Families that spell different keys, so one service can carry one variant of each.
-_COMBINABLE = ["command", "environment", "labels", "ports", "durations", "healthcheck", "sizes", "volumes", "ulimits"]
+_COMBINABLE = [
+    "command",
+    "environment",
+    "labels",
+    "ports",
+    "durations",
+    "healthcheck",
+    "sizes",
+    "volumes",
+    "ulimits",
+]
 
 
 @settings(max_examples=4, deadline=None)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.tierops import oracle
 from tierops.errors import InputError
-from tierops.yamlload import MAX_BYTES, MAX_DEPTH, LoadError, Loaded, Pos, YList, YMap, load_bytes, load_path
+from tierops.yamlload import MAX_BYTES, MAX_DEPTH, Loaded, LoadError, Pos, YList, YMap, load_bytes, load_path
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [*sorted((ROOT / "prod").glob("*.yaml")), *sorted((Path(__file__).parent / "corpus").glob("*.yaml"))]
@@ -53,8 +53,22 @@ def test_a_scalar_is_quoted_exactly_as_written() -> None:
 
 @pytest.mark.parametrize(
     ("written", "value"),
-    [("1_000", 1000), ("0b11", 3), ("0x1F", 31), ("0o17", 15), ("017", 15), ("08", 8.0), ("1e3", 1000.0),
-     ("+1", 1), (".5", 0.5), ("yes", "yes"), ("True", True), ("~", None), (".inf", float("inf")), ("1.2.3", "1.2.3")],
+    [
+        ("1_000", 1000),
+        ("0b11", 3),
+        ("0x1F", 31),
+        ("0o17", 15),
+        ("017", 15),
+        ("08", 8.0),
+        ("1e3", 1000.0),
+        ("+1", 1),
+        (".5", 0.5),
+        ("yes", "yes"),
+        ("True", True),
+        ("~", None),
+        (".inf", float("inf")),
+        ("1.2.3", "1.2.3"),
+    ],
 )
 def test_plain_scalars_resolve_as_yaml_v3_resolves_them(written: str, value: object) -> None:
     assert _load(f"a: {written}\n").documents[0]["a"] == value
@@ -87,7 +101,13 @@ def test_both_parsers_give_identical_data_and_positions(path: Path, monkeypatch:
 
 def _positions(node: object) -> object:
     if isinstance(node, YMap):
-        return (node.pos, node.key_pos, node.value_pos, node.value_span, {k: _positions(v) for k, v in node.items()})
+        return (
+            node.pos,
+            node.key_pos,
+            node.value_pos,
+            node.value_span,
+            {k: _positions(v) for k, v in node.items()},
+        )
     if isinstance(node, YList):
         return (node.pos, node.item_pos, node.item_span, [_positions(v) for v in node])
     if isinstance(node, tuple):
@@ -169,7 +189,12 @@ def test_a_fifo_a_device_a_directory_and_a_missing_path_are_refused_before_readi
 
 @pytest.mark.parametrize(
     "raw",
-    [b"[" * 200_000, b"- " * 100_000 + b"x\n", b"a: " + b"{a: " * 100_000, ("a:\n" + "".join(" " * i + "b:\n" for i in range(1, 1500))).encode()],
+    [
+        b"[" * 200_000,
+        b"- " * 100_000 + b"x\n",
+        b"a: " + b"{a: " * 100_000,
+        ("a:\n" + "".join(" " * i + "b:\n" for i in range(1, 1500))).encode(),
+    ],
     ids=["flow sequences", "block sequences", "flow mappings", "block mappings"],
 )
 def test_deep_nesting_is_refused_at_the_depth_limit(raw: bytes) -> None:
@@ -193,8 +218,10 @@ def test_hostile_files_end_in_one_line_from_the_validators(tmp_path: Path) -> No
     """Through the real entry point: exit 1 or 2, one line, no traceback, no hang."""
     cases = {
         "deep.yaml": b"[" * 200_000,
-        "bomb.yaml": ("a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
-            f"{c}: &{c} [{','.join([f'*{chr(ord(c) - 1)}'] * 10)}]\n" for c in "bcdefg")).encode(),
+        "bomb.yaml": (
+            "a: &a [x,x,x,x,x,x,x,x,x,x]\n"
+            + "".join(f"{c}: &{c} [{','.join([f'*{chr(ord(c) - 1)}'] * 10)}]\n" for c in "bcdefg")
+        ).encode(),
         "big.yaml": b"a: " + b"x" * (5 * 1024 * 1024),
     }
     for name, raw in cases.items():
@@ -204,7 +231,11 @@ def test_hostile_files_end_in_one_line_from_the_validators(tmp_path: Path) -> No
     for path in [*(tmp_path / name for name in cases), fifo, Path("/dev/zero")]:
         proc = subprocess.run(
             [sys.executable, "-m", "validators", str(path)],
-            capture_output=True, text=True, cwd=ROOT, timeout=30, check=False,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=30,
+            check=False,
         )
         assert proc.returncode in (1, 2), (path, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.validators.conftest import BASE, prod_text, run_cli
-from validators.findings import Finding
 from tierops.yamlload import MAX_BYTES, MAX_DEPTH, MAX_NODES, YList, YMap
+from validators.findings import Finding
 from validators.loader import Document, parse
 
 BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(

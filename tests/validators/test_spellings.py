@@ -26,19 +26,49 @@ ENGINE = "model-sg-glm53-w4afp8-tp4-r1"
 
 # (name, old text, new text, keys whose rendering may change although nothing runs differently)
 RESPELLINGS: list[tuple[str, str, str, set[str]]] = [
-    ("dollar-without-braces", "      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n      HF_HUB_OFFLINE", "      HF_TOKEN: $HUGGING_FACE_HUB_TOKEN\n      HF_HUB_OFFLINE", set()),
+    (
+        "dollar-without-braces",
+        "      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n      HF_HUB_OFFLINE",
+        "      HF_TOKEN: $HUGGING_FACE_HUB_TOKEN\n      HF_HUB_OFFLINE",
+        set(),
+    ),
     ("duration-in-seconds", "    stop_grace_period: 5m\n", "    stop_grace_period: 300s\n", set()),
     ("start-period-in-seconds", "      start_period: 40m\n", "      start_period: 2400s\n", set()),
     ("port-with-protocol", '      - "8000:8000"\n', "      - 8000:8000/tcp\n", set()),
-    ("port-long-syntax", '      - "8444:443"\n', "      - {target: 443, published: 8444, protocol: tcp}\n", set()),
+    (
+        "port-long-syntax",
+        '      - "8444:443"\n',
+        "      - {target: 443, published: 8444, protocol: tcp}\n",
+        set(),
+    ),
     ("shm-size-in-bytes", "    shm_size: 32gb\n", '    shm_size: "34359738368"\n', set()),
     ("quoted-boolean", "    init: true\n", '    init: "true"\n', set()),
-    ("env-as-list", '      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n      HF_HUB_OFFLINE: "1"\n', "      - HF_TOKEN=${HUGGING_FACE_HUB_TOKEN}\n      - HF_HUB_OFFLINE=1\n", set()),
-    ("depends-on-required-spelled-out", "        condition: service_completed_successfully\n", "        condition: service_completed_successfully\n        required: true\n", set()),
-    ("healthcheck-string", '      test: [CMD-SHELL, test -n "$$(find /tmp/heartbeat -mmin -2 2>/dev/null)"]\n', "      test: test -n \"$$(find /tmp/heartbeat -mmin -2 2>/dev/null)\"\n", set()),
+    (
+        "env-as-list",
+        '      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n      HF_HUB_OFFLINE: "1"\n',
+        "      - HF_TOKEN=${HUGGING_FACE_HUB_TOKEN}\n      - HF_HUB_OFFLINE=1\n",
+        set(),
+    ),
+    (
+        "depends-on-required-spelled-out",
+        "        condition: service_completed_successfully\n",
+        "        condition: service_completed_successfully\n        required: true\n",
+        set(),
+    ),
+    (
+        "healthcheck-string",
+        '      test: [CMD-SHELL, test -n "$$(find /tmp/heartbeat -mmin -2 2>/dev/null)"]\n',
+        '      test: test -n "$$(find /tmp/heartbeat -mmin -2 2>/dev/null)"\n',
+        set(),
+    ),
     ("capability-prefix", "      - SYS_ADMIN\n", "      - CAP_SYS_ADMIN\n", {"cap_add"}),
     ("memlock-soft-hard", "      memlock: -1\n", "      memlock: {soft: -1, hard: -1}\n", {"ulimits"}),
-    ("image-without-registry", "    image: docker.io/nearaidev/sglang@sha256:", "    image: nearaidev/sglang@sha256:", {"image"}),
+    (
+        "image-without-registry",
+        "    image: docker.io/nearaidev/sglang@sha256:",
+        "    image: nearaidev/sglang@sha256:",
+        {"image"},
+    ),
 ]
 
 
@@ -50,7 +80,10 @@ def _respelled(name: str, old: str, new: str, text: str) -> str:
         end = text.index("    deploy:", start)
         block = text[start:end]
         lines = [line.strip() for line in block.splitlines()]
-        listed = "".join(f"      - {key}={value.strip().strip(chr(34))}\n" for key, _, value in (line.partition(": ") for line in lines))
+        listed = "".join(
+            f"      - {key}={value.strip().strip(chr(34))}\n"
+            for key, _, value in (line.partition(": ") for line in lines)
+        )
         return text[:start] + listed + text[end:]
     return text.replace(old, new, 1)
 
@@ -88,7 +121,11 @@ def test_every_respelling_at_once_still_gets_no_contract_finding(write_prod: Any
 
 def test_a_change_of_meaning_in_the_same_place_is_still_found(write_prod: Any) -> None:
     """The respellings above are not blind spots: a real change there is an error."""
-    text = (PROD / LONG).read_text(encoding="utf-8").replace("    stop_grace_period: 5m\n", "    stop_grace_period: 301s\n", 1)
+    text = (
+        (PROD / LONG)
+        .read_text(encoding="utf-8")
+        .replace("    stop_grace_period: 5m\n", "    stop_grace_period: 301s\n", 1)
+    )
     result = run_cli("--format", "json", "--rule", "prod-config", write_prod(LONG, text))
     assert result.code == 1
     messages = [row["message"] for row in result.findings()]
