@@ -270,6 +270,8 @@ def test_every_commit_of_this_repository_that_touched_prod_is_replayed_exactly()
     checked = 0
     for commit, parent in history:
         old, new = snapshot(parent), snapshot(commit)
+        if old == new:
+            continue  # the commit touched only a file in prod/ that is no compose file
         changeset = compare(Snapshot(Side("p", parent), old), Snapshot(Side("c", commit), new), ["prod"])
         assert changeset.files, f"{commit[:7]} touched prod/ but the diff saw no file change"
         checked += assert_changeset_complete(changeset, old, new)
