@@ -80,7 +80,9 @@ def _crosscheck(args: argparse.Namespace) -> int:
             print(f"error: --env wants K=V, not {item!r}", file=sys.stderr)
             return ExitCode.USAGE
         env[key] = value
-    manifest: Path = args.manifest or HERE / f"{args.wheel.name.split('-')[0]}-{args.wheel.name.split('-')[1]}.json"
+    manifest: Path = (
+        args.manifest or HERE / f"{args.wheel.name.split('-')[0]}-{args.wheel.name.split('-')[1]}.json"
+    )
     report = crosscheck(args.wheel, manifest, env)
     for module, problem in sorted(report.failed.items()):
         print(f"note: {module} failed under the stubs and was stubbed from there on ({problem})")
@@ -95,34 +97,32 @@ def _crosscheck(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "crosscheck":
-        try:
-            return _crosscheck(args)
-        except TieropsError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return exc.exit_code
     try:
-        manifest = extract(args.wheel)
-        data = render(manifest)
-        source = manifest["source"]
-        assert isinstance(source, dict)
-        output: Path = args.output or HERE / f"{source['package']}-{source['version']}.json"
-        if str(output) == "-":
-            sys.stdout.write(data.decode("utf-8"))
-            return ExitCode.OK
-        if args.check:
-            current = output.read_bytes() if output.is_file() else b""
-            if current != data:
-                print(
-                    f"{_shown(output)}: differs from what {args.wheel.name} gives; rerun without --check to rewrite it"
-                )
-                return ExitCode.FINDINGS
-            print(f"{_shown(output)}: up to date ({manifest['flag_count']} flags)")
-            return ExitCode.OK
-        write_bytes_atomic(output, data)
+        return _crosscheck(args) if args.command == "crosscheck" else _extract(args)
     except TieropsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+
+
+def _extract(args: argparse.Namespace) -> int:
+    manifest = extract(args.wheel)
+    data = render(manifest)
+    source = manifest["source"]
+    assert isinstance(source, dict)
+    output: Path = args.output or HERE / f"{source['package']}-{source['version']}.json"
+    if str(output) == "-":
+        sys.stdout.write(data.decode("utf-8"))
+        return ExitCode.OK
+    if args.check:
+        current = output.read_bytes() if output.is_file() else b""
+        if current != data:
+            print(
+                f"{_shown(output)}: differs from what {args.wheel.name} gives; rerun without --check to rewrite it"
+            )
+            return ExitCode.FINDINGS
+        print(f"{_shown(output)}: up to date ({manifest['flag_count']} flags)")
+        return ExitCode.OK
+    write_bytes_atomic(output, data)
     print(
         f"{_shown(output)}: {manifest['flag_count']} flags from {source['wheel']} (sha256 {source['sha256'][:12]}...)"
     )

@@ -69,7 +69,7 @@ def run_probe(root: Path, env: Mapping[str, str] | None = None) -> dict[str, Any
     no PYTHON* variables; only PATH and the given variables reach it)."""
     child_env = {"PATH": os.environ.get("PATH", ""), **(env or {})}
     try:
-        done = subprocess.run(  # noqa: S603 (our own interpreter and script, no shell)
+        done = subprocess.run(
             [sys.executable, "-I", "-B", str(PROBE), str(root)],
             capture_output=True,
             text=True,
@@ -78,7 +78,9 @@ def run_probe(root: Path, env: Mapping[str, str] | None = None) -> dict[str, Any
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise InputError(f"the argparse probe did not finish within {PROBE_TIMEOUT_S} s", where=str(root)) from None
+        raise InputError(
+            f"the argparse probe did not finish within {PROBE_TIMEOUT_S} s", where=str(root)
+        ) from None
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise InputError(f"the argparse probe failed: {tail}", where=str(root))
@@ -150,7 +152,11 @@ def _choice_difference(entry: Mapping[str, Any], action: Mapping[str, Any]) -> l
         return [Difference(flag, "choices", f"unknown ({entry['choices_expr']})", _shown(runtime))]
     static = entry["choices"]
     if static is None or runtime is None:
-        return [] if static is None and runtime is None else [Difference(flag, "choices", _shown(static), _shown(runtime))]
+        return (
+            []
+            if static is None and runtime is None
+            else [Difference(flag, "choices", _shown(static), _shown(runtime))]
+        )
     every = sorted({str(choice) for choice in static})
     conditional = set(entry.get("choices_conditional") or {})
     seen = sorted(set(runtime))

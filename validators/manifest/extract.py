@@ -282,7 +282,7 @@ class _Extractor:
             if entry is not None:
                 self._add(entry)
 
-    def _field(  # noqa: PLR0912 (mirrors arg_utils.add_cli_args_from_dataclass case by case)
+    def _field(  # noqa: PLR0912, PLR0915 (mirrors arg_utils.add_cli_args_from_dataclass case by case)
         self, module: _Module, name: str, node: ast.AnnAssign
     ) -> dict[str, Any] | None:
         annotation = node.annotation
@@ -443,7 +443,9 @@ class _Extractor:
         if not choices:
             # arg_utils tests `if arg_meta.choices` / `arg_meta.choices or literal`.
             return fallback, None, None
-        conditional = {str(value): self.conditional[str(value)] for value in choices if str(value) in self.conditional}
+        conditional = {
+            str(value): self.conditional[str(value)] for value in choices if str(value) in self.conditional
+        }
         return choices, None, conditional or None
 
     def _custom_action_nargs(self, module: _Module, action: str) -> int | None:
@@ -638,7 +640,9 @@ class _Extractor:
         """The Enum class a name stands for, or `Enum.MEMBER`."""
         if isinstance(node, ast.Name):
             found = self._class(module, node) if node.id not in module.constants else None
-            if found is not None and any(_name(base).split(".")[-1] in _ENUM_BASES for base in found[1].bases):
+            if found is not None and any(
+                _name(base).split(".")[-1] in _ENUM_BASES for base in found[1].bases
+            ):
                 return _Enum(found[0], found[1])
             return None
         if isinstance(node.value, ast.Name):
@@ -657,10 +661,8 @@ class _Extractor:
         values = list(_iterable(value))
         for method, argument, condition in mutations:
             added = self._eval(owner, argument, depth + 1)
-            if method == "add" or method == "append":
-                new = [added]
-            else:  # extend, update, +=
-                new = list(_iterable(added))
+            # add/append take one value; extend, update and += take an iterable.
+            new = [added] if method in {"add", "append"} else list(_iterable(added))
             for item in new:
                 plain = self._plain(item)
                 if condition is not None and plain not in values:
@@ -717,9 +719,13 @@ class _Extractor:
                         return scope, item.value
         raise _Unresolved
 
-    def _eval_call(self, module: _Module, node: ast.Call, depth: int, env: dict[str, Any]) -> Any:  # noqa: PLR0911
+    def _eval_call(self, module: _Module, node: ast.Call, depth: int, env: dict[str, Any]) -> Any:
         func = _name(node.func)
-        if func in {"list", "sorted", "tuple", "set", "frozenset"} and len(node.args) == 1 and not node.keywords:
+        if (
+            func in {"list", "sorted", "tuple", "set", "frozenset"}
+            and len(node.args) == 1
+            and not node.keywords
+        ):
             values = list(_iterable(self._eval(module, node.args[0], depth + 1, env)))
             if func == "sorted":
                 return sorted(self._plain(values))
@@ -866,7 +872,9 @@ def _dedupe(values: list[Any]) -> list[Any]:
 def _bind(target: ast.expr, value: Any, env: dict[str, Any]) -> None:
     if isinstance(target, ast.Name):
         env[target.id] = value
-    elif isinstance(target, ast.Tuple) and isinstance(value, (list, tuple)) and len(value) == len(target.elts):
+    elif (
+        isinstance(target, ast.Tuple) and isinstance(value, (list, tuple)) and len(value) == len(target.elts)
+    ):
         for item, part in zip(target.elts, value, strict=True):
             _bind(item, part, env)
     else:
@@ -894,6 +902,12 @@ def _record_mutations(module: _Module, body: list[ast.stmt], condition: str | No
             and len(node.value.args) == 1
         ):
             name = node.value.func.value.id
-            module.mutations.setdefault(name, []).append((node.value.func.attr, node.value.args[0], condition))
-        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(node.target, ast.Name):
+            module.mutations.setdefault(name, []).append(
+                (node.value.func.attr, node.value.args[0], condition)
+            )
+        elif (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.target, ast.Name)
+        ):
             module.mutations.setdefault(node.target.id, []).append(("extend", node.value, condition))

@@ -117,7 +117,7 @@ class _Tolerant(importlib.abc.Loader):
     def exec_module(self, module: types.ModuleType) -> None:
         try:
             self.real.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 (any failure under stubs is reported, not fatal)
+        except Exception as exc:
             self.failed[module.__name__] = f"{type(exc).__name__}: {exc}"[:300]
             module.__class__ = _StubModule
 
@@ -131,13 +131,17 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        top = fullname.split(".")[0]
+        top = fullname.split(".", maxsplit=1)[0]
         if top in sys.stdlib_module_names:
             return None
         if top == "sglang":
-            spec = importlib.machinery.PathFinder.find_spec(fullname, list(path) if path else [str(self.root)])
+            spec = importlib.machinery.PathFinder.find_spec(
+                fullname, list(path) if path else [str(self.root)]
+            )
             if spec is not None:
-                if spec.loader is not None and not isinstance(spec.loader, importlib.machinery.NamespaceLoader):
+                if spec.loader is not None and not isinstance(
+                    spec.loader, importlib.machinery.NamespaceLoader
+                ):
                     spec.loader = _Tolerant(spec.loader, self.failed)
                 return spec
         self.stubbed.append(fullname)
@@ -163,12 +167,12 @@ def _choices(choices: object) -> list[str] | None:
 def actions(root: Path) -> dict[str, Any]:
     finder = _Finder(root)
     sys.meta_path.insert(0, finder)
-    from sglang.srt.server_args import ServerArgs  # type: ignore[import-not-found]  # noqa: PLC0415
+    from sglang.srt.server_args import ServerArgs  # type: ignore[import-not-found]
 
     parser = argparse.ArgumentParser(add_help=False)
     ServerArgs.add_cli_args(parser)
     found = []
-    for action in parser._actions:  # noqa: SLF001 (the parser's actions are the subject here)
+    for action in parser._actions:
         kind = type(action).__name__
         takes_value = kind not in NO_VALUE and action.nargs != 0
         found.append(
