@@ -4,8 +4,9 @@ Exactly one dcgm service (by its dcgm-exporter image); its image digest pinned; 
 sees every GPU any engine reserves; its command is `["-f", <csv path>]` and that path
 is a config mounted in long syntax, read-only (mode 0444); the CSV's active lines
 (non-blank, not `#`) have three comma-separated fields `FIELD, type, help`, type in
-{gauge, counter, label}, field `^DCGM_(FI|EXP)_[A-Z0-9_]+$`, no duplicates, and
-include the required fields of the contract; `SYS_ADMIN` is in `cap_add` whenever a
+{gauge, counter, label}, field `^DCGM_(FI|EXP)_[A-Z0-9_]+$` and a field of the pinned
+exporter release's catalogue (validators/dcgm_fields.py), no duplicates, and include
+the required fields of the contract; `SYS_ADMIN` is in `cap_add` whenever a
 `DCGM_FI_PROF_*` field is active (the profiling fields need it); one scrape job
 `<dcgm>:9400` at 15 s / 10 s.
 
@@ -34,10 +35,11 @@ import re
 from collections.abc import Generator, Iterator
 
 from tierops.yamlload import scalar_text
+from validators import dcgm_fields
 from validators.collector import collector
 from validators.context import Context
 from validators.embedded import embedded
-from validators.findings import Finding, Pos, error
+from validators.findings import Finding, Pos, error, warning
 from validators.model import ComposeFile, Service
 
 ID = "dcgm-metrics"
@@ -146,6 +148,15 @@ def _csv(  # noqa: PLR0912 (one branch per check)
     if content is None:
         yield error(path, pos, ID, f"{dcgm.name} mounts config {source}, which has no inline content")
         return []
+    catalogue = dcgm_fields.catalogue_for(scalar_text(dcgm.get("image")))
+    if catalogue is None:
+        yield warning(
+            path,
+            dcgm.at("image"),
+            ID,
+            f"{dcgm.name} image has no DCGM field catalogue for its release tag "
+            "(validators/contracts/dcgm-fields-<tag>.txt); counter names are checked for shape only",
+        )
     fields: dict[str, int] = {}
     for number, line in enumerate(content.text.split("\n"), start=1):
         text = line.strip()
@@ -165,6 +176,8 @@ def _csv(  # noqa: PLR0912 (one branch per check)
         field, kind, _help = parts
         if not FIELD.match(field):
             yield error(path, where, ID, f"DCGM field '{field}' does not match ^DCGM_(FI|EXP)_[A-Z0-9_]+$")
+        elif catalogue is not None and (unknown := dcgm_fields.unknown_field(field, catalogue)):
+            yield error(path, where, ID, f"{dcgm.name} config {source} line {number}: {unknown}")
         if kind not in spec["types"]:
             yield error(
                 path, where, ID, f"DCGM field {field} type '{kind}' is not one of {', '.join(spec['types'])}"

@@ -5,7 +5,10 @@ from the released wheel by `python -m validators.manifest extract`) plus the pat
 flags validators/contracts/engine-build.yaml declares, each with its reason. For
 every engine (a service whose command is `sglang serve ...`): each flag is in the
 manifest or declared; store_true flags take no value and the others exactly one (or
-one or more for nargs "+"/"*"); int and float values parse; choices are respected;
+one or more for nargs "+"/"*", as the manifest records nargs); int and float values
+parse; choices are respected (a flag whose choices the manifest could not resolve
+warns on every use instead of accepting anything, and a choice the build accepts only
+under a condition, such as an environment variable, warns);
 deprecated spellings and argparse prefix abbreviations are warned about (an
 ambiguous abbreviation is an error); and the startup conflicts of engine-build.yaml
 are reported (`--enable-dynamic-batch-tokenizer` with
@@ -187,14 +190,32 @@ def _values(path: str, name: str, spec: FlagSpec, use: Use) -> Iterator[Finding]
         problem = _type_problem(spec.type, value.text)
         if problem:
             yield error(path, value.pos, ID, f"{name} flag {use.written} value '{value.text}' {problem}")
-        elif spec.choices is not None and value.text not in {str(choice) for choice in spec.choices}:
-            choices = ", ".join(str(choice) for choice in spec.choices)
-            yield error(
-                path,
-                value.pos,
-                ID,
-                f"{name} flag {use.written} value '{value.text}' is not one of: {choices}",
-            )
+        else:
+            yield from _choice_findings(path, name, spec, use, value)
+
+
+def _choice_findings(path: str, name: str, spec: FlagSpec, use: Use, value: Token) -> Iterator[Finding]:
+    """A value against the manifest's choices: known, unknown (issue 10: never "any
+    value"), or accepted only under a condition the compose file cannot show."""
+    said = f"{name} flag {use.written} value '{value.text}'"
+    if spec.choices_expr is not None:
+        yield warning(
+            path,
+            value.pos,
+            ID,
+            f"{said} cannot be checked: the manifest could not resolve this flag's choices "
+            f"({spec.choices_expr}); check the value against the build, or teach the extractor",
+        )
+    elif spec.choices is not None and value.text not in {str(choice) for choice in spec.choices}:
+        choices = ", ".join(str(choice) for choice in spec.choices)
+        yield error(path, value.pos, ID, f"{said} is not one of: {choices}")
+    elif spec.condition(value.text) is not None:
+        yield warning(
+            path,
+            value.pos,
+            ID,
+            f"{said} is a choice only when {spec.condition(value.text)} holds at startup; otherwise argparse refuses it",
+        )
 
 
 def _type_problem(kind: str | None, text: str) -> str | None:

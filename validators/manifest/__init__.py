@@ -29,6 +29,14 @@ class FlagSpec:
     choices: tuple[Any, ...] | None
     deprecated: str | bool | None
     patch_reason: str | None = None  # set for the build's declared patch flags
+    # Set when the extractor could not resolve the choices (their source expression):
+    # the flag has choices, but which ones is unknown, so a value cannot be checked.
+    choices_expr: str | None = None
+    # Choices the build accepts only under a condition: (value, condition source).
+    choices_conditional: tuple[tuple[str, str], ...] = ()
+
+    def condition(self, value: str) -> str | None:
+        return dict(self.choices_conditional).get(value)
 
 
 @dataclass(frozen=True)
@@ -77,4 +85,6 @@ def _spec(entry: Mapping[str, Any]) -> FlagSpec:
         type=entry.get("type"),
         choices=None if choices is None else tuple(choices),
         deprecated=entry.get("deprecated"),
+        choices_expr=entry.get("choices_expr"),
+        choices_conditional=tuple(sorted((entry.get("choices_conditional") or {}).items())),
     )

@@ -11,10 +11,18 @@ Importing sglang drags in torch and CUDA, so the flags are read from the source 
   `--field-name` plus `Arg.aliases`, Literal -> choices, List -> nargs "+",
   bool -> store_true, `type_parser` -> type.
 
-Names (choice lists, defaults) are resolved through module constants and, one hop,
-through `from X import Y` into other modules of the same wheel. What cannot be
-resolved statically is recorded as `{"expr": "<source>"}` (defaults) or as
-`choices: null` with `choices_expr` (choices computed at run time): never guessed.
+Names (choice lists, defaults) are resolved through module constants, class
+attributes (`Backend.ALL = (FULL, ...)` in the class's own scope), enum members
+(`[m.name.lower() for m in Mode]`), list/set comprehensions and f-strings over
+literals, and, one hop, `from X import Y` into other modules of the same wheel.
+A module-level choice list that is extended after its definition
+(`CHOICES.add("token_oracle")`, `.append`, `.extend`, `+=`), also under an `if`, is
+read whole: a value added under a condition is recorded in `choices_conditional`
+with the condition's source (issue 10: `--sampling-backend` lost `token_oracle`).
+
+What cannot be resolved statically is recorded as `{"expr": "<source>"}` (defaults)
+or as `choices: null` with `choices_expr` set: the flag's choices are *unknown*, and
+engine-flags warns on every use instead of accepting any value. Never guessed.
 """
 
 from __future__ import annotations
@@ -57,6 +65,48 @@ class _Module:
     constants: dict[str, ast.expr] = field(default_factory=dict)
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local name -> (module, name)
+    # Module-level `NAME.add(x)` / `.append` / `.extend` / `.update` / `NAME += x` after
+    # NAME's definition: (method, argument, condition source or None), in source order.
+    mutations: dict[str, list[tuple[str, ast.expr, str | None]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Member:
+    """An enum member as the evaluator sees it: `.name`, and `.value` evaluated on demand."""
+
+    owner: _Module
+    name: str
+    value: ast.expr
+
+
+@dataclass(frozen=True)
+class _Enum:
+    """An Enum subclass named in an expression (`for m in Mode`, `Mode.FAST`)."""
+
+    owner: _Module
+    cls: ast.ClassDef
+
+    def members(self) -> list[_Member]:
+        found: list[_Member] = []
+        for item in self.cls.body:
+            if isinstance(item, ast.Assign) and len(item.targets) == 1:
+                target = item.targets[0]
+                if isinstance(target, ast.Name) and not target.id.startswith("_"):
+                    found.append(_Member(self.owner, target.id, item.value))
+            elif (
+                isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and item.value is not None
+                and not item.target.id.startswith("_")
+            ):
+                found.append(_Member(self.owner, item.target.id, item.value))
+        return found
+
+
+_ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"}
+_MUTATORS = {"add", "append", "extend", "update"}
+# str methods a choice expression may apply to each value.
+_STR_METHODS = {"lower", "upper", "strip", "title", "replace", "removeprefix", "removesuffix"}
 
 
 class _Wheel:
@@ -78,6 +128,7 @@ class _Wheel:
         except SyntaxError as exc:
             raise InputError(f"cannot parse {path}: {exc.msg} (line {exc.lineno})") from None
         module = _Module(path, tree)
+        _record_mutations(module, tree.body, None)
         for node in tree.body:
             if (
                 isinstance(node, ast.Assign)
@@ -149,6 +200,10 @@ class _Extractor:
         self.wheel = wheel
         self.modules = modules
         self.flags: dict[str, dict[str, Any]] = {}
+        # Values added to a choice list under a condition while evaluating one flag's
+        # choices: value -> condition source. Reset per flag by _choices.
+        self.conditional: dict[str, str] = {}
+        self._class_scopes: dict[int, _Module] = {}
 
     def run(self) -> list[dict[str, Any]]:
         for module in self.modules:
@@ -157,7 +212,7 @@ class _Extractor:
                     only = None
                     for keyword in call.keywords:
                         if keyword.arg == "fields":
-                            only = set(self._eval(module, keyword.value))
+                            only = {str(name) for name in self._eval(module, keyword.value)}
                     cls = self._class(module, call.args[1])
                     if cls is not None:
                         self._dataclass(cls[0], cls[1], only)
@@ -166,7 +221,12 @@ class _Extractor:
                 # Choice lists are often computed into a local first
                 # (`choices = list(X.keys())`), so locals resolve like constants.
                 local = _Module(
-                    module.path, module.tree, dict(module.constants), module.classes, module.imports
+                    module.path,
+                    module.tree,
+                    dict(module.constants),
+                    module.classes,
+                    module.imports,
+                    module.mutations,
                 )
                 for node in ast.walk(function):
                     if (
@@ -222,7 +282,7 @@ class _Extractor:
             if entry is not None:
                 self._add(entry)
 
-    def _field(  # noqa: PLR0912 (mirrors arg_utils.add_cli_args_from_dataclass case by case)
+    def _field(  # noqa: PLR0912, PLR0915 (mirrors arg_utils.add_cli_args_from_dataclass case by case)
         self, module: _Module, name: str, node: ast.AnnAssign
     ) -> dict[str, Any] | None:
         annotation = node.annotation
@@ -245,9 +305,8 @@ class _Extractor:
         if "no_cli" in meta and self._try(module, meta["no_cli"]) is True:
             return None
         cli_name = self._try(module, meta["cli_name"]) if "cli_name" in meta else None
-        flag = cli_name if isinstance(cli_name, str) else "--" + name.replace("_", "-")
+        flag = cli_name if isinstance(cli_name, str) and cli_name else "--" + name.replace("_", "-")
         aliases = [str(alias) for alias in self._try(module, meta.get("aliases"), default=[]) or []]
-        default = self._field_default(module, node)
         entry: dict[str, Any] = {
             "flag": flag,
             "aliases": aliases,
@@ -255,47 +314,49 @@ class _Extractor:
             "action": "store",
             "nargs": None,
             "type": "str",
-            "default": default,
+            "default": self._field_default(module, node),
         }
-        choices_node = meta.get("choices")
         if "action" in meta:
+            # A custom action gets only what action_kwargs carries: arg_utils passes
+            # neither Arg.choices nor Arg.nargs nor type_parser along with it.
             entry["action"] = self._action_name(meta["action"])
-            kwargs = self._try(module, meta.get("action_kwargs"), default={}) or {}
-            if isinstance(kwargs, dict):
-                entry["nargs"] = kwargs.get("nargs")
-            if "action_kwargs" in meta and isinstance(meta["action_kwargs"], ast.Dict):
-                for key_node, value_node in zip(
-                    meta["action_kwargs"].keys, meta["action_kwargs"].values, strict=True
-                ):
-                    if isinstance(key_node, ast.Constant) and key_node.value == "type":
+            kwargs = meta.get("action_kwargs")
+            choices_node: ast.expr | None = None
+            if isinstance(kwargs, ast.Dict):
+                for key_node, value_node in zip(kwargs.keys, kwargs.values, strict=True):
+                    key = self._try(module, key_node) if key_node is not None else None
+                    if key == "nargs":
+                        entry["nargs"] = self._try(module, value_node)
+                    elif key == "type":
                         entry["type"] = _type_name(value_node)
+                    elif key == "choices":
+                        choices_node = value_node
             self._finish(module, entry, choices_node)
             return entry
         inner, _optional = _unwrap_optional(raw_type)
         literal = _literal_values(inner)
         type_parser = meta.get("type_parser")
         if literal is not None:
-            entry["type"] = (
-                _type_name(type_parser)
-                if type_parser is not None
-                else type(literal[0]).__name__
-                if literal
-                else "str"
-            )
-            if choices_node is None:
-                entry["choices"] = literal
+            # arg_utils: choices = Arg.choices or the Literal's values; type from the
+            # first value through _infer_type_func (so Literal[None, ...] is str).
+            first = literal[0] if literal else ""
+            entry["type"] = _type_name(type_parser) if type_parser is not None else _python_type(first)
+            self._finish(module, entry, meta.get("choices"), fallback=literal)
         elif _name(_subscript_base(inner)) in {"List", "list"} and type_parser is None:
             elem = inner.slice if isinstance(inner, ast.Subscript) else None
             entry["type"] = _scalar_type(elem)
-            entry["nargs"] = self._try(module, meta["nargs"]) if "nargs" in meta else "+"
+            nargs = self._try(module, meta["nargs"]) if "nargs" in meta else None
+            entry["nargs"] = nargs or "+"
+            self._finish(module, entry, meta.get("choices"))
         elif _name(inner) == "bool":
             entry["action"] = "store_true"
             entry["type"] = None
+            self._finish(module, entry, None)
         else:
             entry["type"] = _type_name(type_parser) if type_parser is not None else _scalar_type(inner)
             if "nargs" in meta:
-                entry["nargs"] = self._try(module, meta["nargs"])
-        self._finish(module, entry, choices_node)
+                entry["nargs"] = self._try(module, meta["nargs"]) or None
+            self._finish(module, entry, meta.get("choices"))
         return entry
 
     def _field_default(self, module: _Module, node: ast.AnnAssign) -> Any:
@@ -344,7 +405,13 @@ class _Extractor:
 
     # -- shared -------------------------------------------------------------------
 
-    def _finish(self, module: _Module, entry: dict[str, Any], choices_node: ast.expr | None) -> None:
+    def _finish(
+        self,
+        module: _Module,
+        entry: dict[str, Any],
+        choices_node: ast.expr | None,
+        fallback: list[Any] | None = None,
+    ) -> None:
         action = entry["action"]
         custom_nargs = self._custom_action_nargs(module, action)
         if custom_nargs is not None and entry["nargs"] is None:
@@ -357,15 +424,29 @@ class _Extractor:
         entry["takes_value"] = action not in _NO_VALUE_ACTIONS and entry["nargs"] != 0
         if entry["takes_value"] is False:
             entry["type"] = None
-        entry.setdefault("choices", None)
-        entry["choices_expr"] = None
-        if choices_node is not None:
-            try:
-                choices = self._eval(module, choices_node)
-                entry["choices"] = [_json_value(choice) for choice in choices]
-            except _Unresolved:
-                entry["choices"] = None
-                entry["choices_expr"] = ast.unparse(choices_node)
+        entry["choices"], entry["choices_expr"], entry["choices_conditional"] = self._choices(
+            module, choices_node, fallback
+        )
+
+    def _choices(
+        self, module: _Module, node: ast.expr | None, fallback: list[Any] | None
+    ) -> tuple[list[Any] | None, str | None, dict[str, str] | None]:
+        """(choices, the expression when unresolvable, values that depend on a condition)."""
+        if node is None:
+            return fallback, None, None
+        self.conditional = {}
+        try:
+            values = self._eval(module, node)
+            choices = _dedupe([_json_value(self._plain(value)) for value in _iterable(values)])
+        except _Unresolved:
+            return None, ast.unparse(node), None
+        if not choices:
+            # arg_utils tests `if arg_meta.choices` / `arg_meta.choices or literal`.
+            return fallback, None, None
+        conditional = {
+            str(value): self.conditional[str(value)] for value in choices if str(value) in self.conditional
+        }
+        return choices, None, conditional or None
 
     def _custom_action_nargs(self, module: _Module, action: str) -> int | None:
         """nargs=0 declared in a custom Action's __init__ (sglang's Deprecated*Action)."""
@@ -403,7 +484,7 @@ class _Extractor:
 
     def _json(self, module: _Module, node: ast.expr) -> Any:
         try:
-            return _json_value(self._eval(module, node))
+            return _json_value(self._plain(self._eval(module, node)))
         except _Unresolved:
             return {"expr": ast.unparse(node)}
 
@@ -411,40 +492,204 @@ class _Extractor:
         if node is None:
             return default
         try:
-            return self._eval(module, node)
+            return self._plain(self._eval(module, node))
         except _Unresolved:
             return default
 
-    def _eval(self, module: _Module, node: ast.expr, depth: int = 0) -> Any:  # noqa: PLR0911 (one return per node kind)
-        """A small, safe evaluator: literals, module constants, +, list(), keys()."""
-        if depth > 20:
+    def _plain(self, value: Any) -> Any:
+        """An evaluated value with enum members replaced by what argparse would store."""
+        if isinstance(value, _Member):
+            return self._eval(value.owner, value.value)
+        if isinstance(value, _Enum):
             raise _Unresolved
+        if isinstance(value, list):
+            return [self._plain(item) for item in value]
+        return value
+
+    # -- the evaluator ------------------------------------------------------------
+
+    def _eval(  # noqa: PLR0911, PLR0912 (one branch per node kind)
+        self, module: _Module, node: ast.expr, depth: int = 0, env: dict[str, Any] | None = None
+    ) -> Any:
+        """A small, safe evaluator: literals, names, class attributes, enums,
+        comprehensions, f-strings, + and *, a few builtins and str methods."""
+        if depth > 30:
+            raise _Unresolved
+        env = env or {}
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            return [self._eval(module, item, depth + 1) for item in node.elts]
+            items: list[Any] = []
+            for item in node.elts:
+                if isinstance(item, ast.Starred):
+                    items.extend(_iterable(self._eval(module, item.value, depth + 1, env)))
+                else:
+                    items.append(self._eval(module, item, depth + 1, env))
+            return items
         if isinstance(node, ast.Dict):
             if any(key is None for key in node.keys):
                 raise _Unresolved
             return {
-                self._eval(module, key, depth + 1): self._eval(module, value, depth + 1)  # type: ignore[arg-type]
+                self._eval(module, key, depth + 1, env): self._eval(module, value, depth + 1, env)  # type: ignore[arg-type]
                 for key, value in zip(node.keys, node.values, strict=True)
             }
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -self._eval(module, node.operand, depth + 1)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
-            left, right = self._eval(module, node.left, depth + 1), self._eval(module, node.right, depth + 1)
-            return left + right if isinstance(node.op, ast.Add) else left * right
+            return -self._eval(module, node.operand, depth + 1, env)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not self._eval(module, node.operand, depth + 1, env)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.BitOr)):
+            left = self._eval(module, node.left, depth + 1, env)
+            right = self._eval(module, node.right, depth + 1, env)
+            try:
+                if isinstance(node.op, ast.Add):
+                    return left + right
+                if isinstance(node.op, ast.Mult):
+                    return left * right
+                return _dedupe([*_iterable(left), *_iterable(right)])  # set union
+            except TypeError:
+                raise _Unresolved from None
+        if isinstance(node, ast.JoinedStr):
+            return "".join(self._format(module, part, depth + 1, env) for part in node.values)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self._comprehension(module, node, depth + 1, env)
+        if isinstance(node, (ast.Compare, ast.BoolOp)):
+            return self._test(module, node, depth + 1, env)
+        if isinstance(node, ast.Name) and node.id in env:
+            return env[node.id]
+        if isinstance(node, ast.Attribute):
+            # `m.name` / `m.value` on an enum member bound by a comprehension.
+            if isinstance(node.value, ast.Name) and node.value.id in env:
+                return self._member_attr(env[node.value.id], node.attr)
+            if not isinstance(node.value, ast.Name):
+                return self._member_attr(self._eval(module, node.value, depth + 1, env), node.attr)
         if isinstance(node, (ast.Name, ast.Attribute)):
+            enum = self._enum(module, node)
+            if enum is not None:
+                return enum
             owner, target = self._node(module, node, depth + 1)
-            return self._eval(owner, target, depth + 1)
+            value = self._eval(owner, target, depth + 1)
+            if isinstance(node, ast.Name):
+                # An imported name was already extended in its own module (`target` is
+                # a Name there); here only this module's own calls apply.
+                return self._mutated(module, node.id, value, depth + 1)
+            return value
         if isinstance(node, ast.Call):
-            return self._eval_call(module, node, depth + 1)
+            return self._eval_call(module, node, depth + 1, env)
         raise _Unresolved
 
+    def _format(self, module: _Module, part: ast.expr, depth: int, env: dict[str, Any]) -> str:
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            return part.value
+        if isinstance(part, ast.FormattedValue) and part.conversion == -1 and part.format_spec is None:
+            return str(self._plain(self._eval(module, part.value, depth, env)))
+        raise _Unresolved
+
+    def _comprehension(
+        self,
+        module: _Module,
+        node: ast.ListComp | ast.SetComp | ast.GeneratorExp,
+        depth: int,
+        env: dict[str, Any],
+    ) -> list[Any]:
+        scopes = [dict(env)]
+        for generator in node.generators:
+            if generator.is_async:
+                raise _Unresolved
+            following: list[dict[str, Any]] = []
+            for scope in scopes:
+                for item in _iterable(self._eval(module, generator.iter, depth + 1, scope)):
+                    bound = dict(scope)
+                    _bind(generator.target, item, bound)
+                    if all(self._eval(module, test, depth + 1, bound) for test in generator.ifs):
+                        following.append(bound)
+            scopes = following
+        values = [self._eval(module, node.elt, depth + 1, scope) for scope in scopes]
+        return _dedupe(values) if isinstance(node, ast.SetComp) else values
+
+    def _test(self, module: _Module, node: ast.Compare | ast.BoolOp, depth: int, env: dict[str, Any]) -> bool:
+        if isinstance(node, ast.BoolOp):
+            results = (bool(self._eval(module, value, depth + 1, env)) for value in node.values)
+            return all(results) if isinstance(node.op, ast.And) else any(results)
+        left = self._plain(self._eval(module, node.left, depth + 1, env))
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right = self._plain(self._eval(module, comparator, depth + 1, env))
+            if isinstance(op, ast.Eq):
+                ok = left == right
+            elif isinstance(op, ast.NotEq):
+                ok = left != right
+            elif isinstance(op, ast.In):
+                ok = left in _iterable(right)
+            elif isinstance(op, ast.NotIn):
+                ok = left not in _iterable(right)
+            else:
+                raise _Unresolved
+            if not ok:
+                return False
+            left = right
+        return True
+
+    def _member_attr(self, value: Any, attr: str) -> Any:
+        if isinstance(value, _Member):
+            if attr == "name":
+                return value.name
+            if attr == "value":
+                return self._eval(value.owner, value.value)
+        raise _Unresolved
+
+    def _enum(self, module: _Module, node: ast.Name | ast.Attribute) -> _Enum | _Member | None:
+        """The Enum class a name stands for, or `Enum.MEMBER`."""
+        if isinstance(node, ast.Name):
+            found = self._class(module, node) if node.id not in module.constants else None
+            if found is not None and any(
+                _name(base).split(".")[-1] in _ENUM_BASES for base in found[1].bases
+            ):
+                return _Enum(found[0], found[1])
+            return None
+        if isinstance(node.value, ast.Name):
+            owner = self._enum(module, node.value)
+            if isinstance(owner, _Enum):
+                for member in owner.members():
+                    if member.name == node.attr:
+                        return member
+        return None
+
+    def _mutated(self, owner: _Module, name: str, value: Any, depth: int) -> Any:
+        """A module constant after the module-level calls that extend it."""
+        mutations = owner.mutations.get(name)
+        if not mutations:
+            return value
+        values = list(_iterable(value))
+        for method, argument, condition in mutations:
+            added = self._eval(owner, argument, depth + 1)
+            # add/append take one value; extend, update and += take an iterable.
+            new = [added] if method in {"add", "append"} else list(_iterable(added))
+            for item in new:
+                plain = self._plain(item)
+                if condition is not None and plain not in values:
+                    self.conditional[str(plain)] = condition
+                values.append(plain)
+        return _dedupe(values)
+
+    def _class_scope(self, owner: _Module, cls: ast.ClassDef) -> _Module:
+        """The names a class body's own statements see: module constants, then the class's."""
+        key = id(cls)
+        if key not in self._class_scopes:
+            constants = dict(owner.constants)
+            for item in cls.body:
+                if isinstance(item, ast.Assign):
+                    for target in item.targets:
+                        if isinstance(target, ast.Name):
+                            constants[target.id] = item.value
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value:
+                    constants[item.target.id] = item.value
+            self._class_scopes[key] = _Module(
+                owner.path, owner.tree, constants, owner.classes, owner.imports, owner.mutations
+            )
+        return self._class_scopes[key]
+
     def _node(self, module: _Module, node: ast.expr, depth: int) -> tuple[_Module, ast.expr]:
-        """The expression a name or `Class.attr` stands for, and the module it lives in."""
-        if depth > 20:
+        """The expression a name or `Class.attr` stands for, and the scope it lives in."""
+        if depth > 30:
             raise _Unresolved
         if isinstance(node, ast.Name):
             if node.id in module.constants:
@@ -453,36 +698,56 @@ class _Extractor:
                 other = self.wheel.module_by_name(module.imports[node.id][0])
                 target = module.imports[node.id][1]
                 if other is not None and target in other.constants:
-                    return other, other.constants[target]
+                    return other, ast.Name(id=target)
             raise _Unresolved
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             # `ServerArgs.field` (a field default) or `ImportedClass.ATTR`.
             found = self._class(module, node.value)
             if found is not None:
                 owner, cls = found
+                scope = self._class_scope(owner, cls)
                 for item in cls.body:
                     if (
                         isinstance(item, ast.AnnAssign)
                         and isinstance(item.target, ast.Name)
                         and item.target.id == node.attr
                     ):
-                        return owner, item.value if item.value is not None else ast.Constant(value=None)
+                        return scope, item.value if item.value is not None else ast.Constant(value=None)
                     if isinstance(item, ast.Assign) and any(
                         isinstance(target, ast.Name) and target.id == node.attr for target in item.targets
                     ):
-                        return owner, item.value
+                        return scope, item.value
         raise _Unresolved
 
-    def _eval_call(self, module: _Module, node: ast.Call, depth: int) -> Any:
+    def _eval_call(self, module: _Module, node: ast.Call, depth: int, env: dict[str, Any]) -> Any:
         func = _name(node.func)
-        if func in {"list", "sorted", "tuple"} and len(node.args) == 1 and not node.keywords:
-            values = list(self._eval(module, node.args[0], depth + 1))
-            return sorted(values) if func == "sorted" else values
+        if (
+            func in {"list", "sorted", "tuple", "set", "frozenset"}
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            values = list(_iterable(self._eval(module, node.args[0], depth + 1, env)))
+            if func == "sorted":
+                return sorted(self._plain(values))
+            return _dedupe(values) if func in {"set", "frozenset"} else values
+        if func == "str" and len(node.args) == 1 and not node.keywords:
+            return str(self._plain(self._eval(module, node.args[0], depth + 1, env)))
         if isinstance(node.func, ast.Attribute) and node.func.attr == "keys" and not node.args:
             # Only the keys are needed: the values are often classes.
-            owner, target = self._node(module, node.func.value, depth + 1)
+            target_node = node.func.value
+            if isinstance(target_node, ast.Name) and target_node.id in env:
+                raise _Unresolved
+            owner, target = self._node(module, target_node, depth + 1)
+            while isinstance(target, ast.Name) and target.id in owner.constants:
+                owner, target = self._node(owner, target, depth + 1)
             if isinstance(target, ast.Dict) and all(key is not None for key in target.keys):
                 return [self._eval(owner, key, depth + 1) for key in target.keys if key is not None]
+            raise _Unresolved
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _STR_METHODS:
+            subject = self._plain(self._eval(module, node.func.value, depth + 1, env))
+            args = [self._plain(self._eval(module, arg, depth + 1, env)) for arg in node.args]
+            if isinstance(subject, str) and all(isinstance(arg, str) for arg in args) and not node.keywords:
+                return getattr(subject, node.func.attr)(*args)
         raise _Unresolved
 
 
@@ -496,6 +761,7 @@ _KEYS = (
     "type",
     "choices",
     "choices_expr",
+    "choices_conditional",
     "default",
     "deprecated",
 )
@@ -553,6 +819,17 @@ def _literal_values(node: ast.expr) -> list[Any] | None:
     return None
 
 
+def _python_type(value: Any) -> str:
+    """arg_utils._infer_type_func applied to type(value): int, float, else str."""
+    if isinstance(value, bool) or value is None:
+        return "str"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "str"
+
+
 def _scalar_type(node: ast.expr | None) -> str:
     # Mirrors arg_utils._infer_type_func: int, float, else str.
     name = _name(node) if node is not None else ""
@@ -572,3 +849,65 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(key): _json_value(item) for key, item in value.items()}
     raise _Unresolved
+
+
+def _iterable(value: Any) -> list[Any]:
+    if isinstance(value, _Enum):
+        return list(value.members())
+    if isinstance(value, dict):
+        return list(value)
+    if isinstance(value, (list, tuple, str)):
+        return list(value)
+    raise _Unresolved
+
+
+def _dedupe(values: list[Any]) -> list[Any]:
+    seen: list[Any] = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
+    return seen
+
+
+def _bind(target: ast.expr, value: Any, env: dict[str, Any]) -> None:
+    if isinstance(target, ast.Name):
+        env[target.id] = value
+    elif (
+        isinstance(target, ast.Tuple) and isinstance(value, (list, tuple)) and len(value) == len(target.elts)
+    ):
+        for item, part in zip(target.elts, value, strict=True):
+            _bind(item, part, env)
+    else:
+        raise _Unresolved
+
+
+def _record_mutations(module: _Module, body: list[ast.stmt], condition: str | None) -> None:
+    """Module-level statements that extend a constant, in order, with the `if` they sit under."""
+    for node in body:
+        if isinstance(node, ast.If):
+            test = ast.unparse(node.test)
+            _record_mutations(module, node.body, test if condition is None else f"{condition} and {test}")
+            negated = f"not ({test})"
+            _record_mutations(
+                module, node.orelse, negated if condition is None else f"{condition} and {negated}"
+            )
+        elif isinstance(node, ast.Try):
+            _record_mutations(module, node.body, condition)
+        elif (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and isinstance(node.value.func.value, ast.Name)
+            and node.value.func.attr in _MUTATORS
+            and len(node.value.args) == 1
+        ):
+            name = node.value.func.value.id
+            module.mutations.setdefault(name, []).append(
+                (node.value.func.attr, node.value.args[0], condition)
+            )
+        elif (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.target, ast.Name)
+        ):
+            module.mutations.setdefault(node.target.id, []).append(("extend", node.value, condition))
