@@ -101,7 +101,7 @@ def test_history_of_r2_lists_its_three_changes_and_its_first_record_newest_first
 
     assert run(world, "history", LONG, R2) == 0
 
-    digests = {tag.name: tag.record.digests[LONG][R2] for tag in release.read_tags(world.a) if tag.record}
+    digests = {tag.name: tag.record.digests[LONG][R2] for tag in release.read_tags(world.a).releases}
     short = {name: commit[:12] for name, commit in commits.items()}
     assert capsys.readouterr().out == (
         f"{LONG} {R2}: 4 definitions in 6 release tags, newest first\n"
@@ -267,9 +267,9 @@ def test_an_unknown_service_or_file_is_a_usage_error_naming_what_exists(
 
 
 def expected_rollback(commits: dict[str, str], world: World) -> str:
-    tags = {tag.name: tag for tag in release.read_tags(world.a)}
-    before = tags["v0.0.6"].record.digests[LONG][R2]  # type: ignore[union-attr]
-    after = tags["v0.0.4"].record.digests[LONG][R2]  # type: ignore[union-attr]
+    tags = {tag.name: tag for tag in release.read_tags(world.a).releases}
+    before = tags["v0.0.6"].record.digests[LONG][R2]
+    after = tags["v0.0.4"].record.digests[LONG][R2]
     origin = find_compose().origin
 
     def call(action: str, tag: str, dry: bool) -> str:

@@ -17,16 +17,20 @@ from rollout.cli import main
 from tests.rollout.release_world import (
     CHECK,
     LONG,
+    OVERRIDDEN,
+    OVERRIDE_LINE,
     R1,
     R2,
     ROOT,
     T0,
+    VIA_CHECK,
     World,
     days,
     git,
     isolate_git,
     make_world,
     set_flag,
+    tag_by_hand,
     tagged_commits,
 )
 from tierops.errors import RefusedError
@@ -71,8 +75,8 @@ def test_first_release_tags_only_the_requested_commit_and_pushes_it(
     assert tag(world.a, "--push") == 0
 
     assert capsys.readouterr().out == (
-        f"no release tag on main yet: tagging only {head[:12]}; older commits stay untagged\n"
-        f"created v0.0.1 on {head[:12]} (check passed: {CHECK}), pushed to origin\n"
+        OVERRIDE_LINE + f"no release tag on main yet: tagging only {head[:12]}; older commits stay untagged\n"
+        f"created v0.0.1 on {head[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
     assert tagged_commits(world.origin) == {"v0.0.1": head}
     assert world.local_tags(world.a) == world.remote_tags()
@@ -87,8 +91,8 @@ def test_the_tag_message_records_the_commit_the_check_and_every_service_digest(
     message = git(world.a, "cat-file", "-p", "v0.0.1").split("\n\n", 1)[1]
     record = release.parse_message(message)
 
-    assert record == release.record_for_commit(world.a, head, f"passed: {CHECK}")
-    assert record is not None and record.commit == head and record.verified
+    assert record == release.record_for_commit(world.a, head, OVERRIDDEN)
+    assert record is not None and record.commit == head and not record.verified
     assert sorted(record.digests) == ["prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml", LONG]
     assert len(record.digests[LONG]) == 8
     assert git(world.a, "cat-file", "-t", "v0.0.1") == "tag"  # annotated
@@ -105,10 +109,10 @@ def test_three_untagged_commits_are_backfilled_oldest_first(
     assert tag(world.a, "--push") == 0
 
     assert capsys.readouterr().out == (
-        "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
-        f"created v0.0.2 on {c2[:12]} (check passed: {CHECK}), pushed to origin\n"
-        f"created v0.0.3 on {c3[:12]} (check passed: {CHECK}), pushed to origin\n"
-        f"created v0.0.4 on {c4[:12]} (check passed: {CHECK}), pushed to origin\n"
+        OVERRIDE_LINE + "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
+        f"created v0.0.2 on {c2[:12]} ({VIA_CHECK}), pushed to origin\n"
+        f"created v0.0.3 on {c3[:12]} ({VIA_CHECK}), pushed to origin\n"
+        f"created v0.0.4 on {c4[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
     assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": c2, "v0.0.3": c3, "v0.0.4": c4}
 
@@ -133,7 +137,7 @@ def test_numbers_are_ordered_numerically_so_v0_0_9_is_followed_by_v0_0_10_and_v0
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = git(world.a, "rev-parse", "HEAD")
-    git(world.a, "tag", "v0.0.8", base)  # an old lightweight tag: numbered, never a record
+    tag_by_hand(world.a, "v0.0.8", base)  # an old release, made before this clone's time
     git(world.a, "push", "-q", "origin", "v0.0.8")
     c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
     assert tag(world.a, "--push") == 0
@@ -142,7 +146,7 @@ def test_numbers_are_ordered_numerically_so_v0_0_9_is_followed_by_v0_0_10_and_v0
     assert tag(world.a, "--push") == 0
 
     assert tagged_commits(world.origin) == {"v0.0.8": base, "v0.0.9": c1, "v0.0.10": c2, "v0.0.11": c3}
-    assert [t.name for t in release.read_tags(world.a)] == ["v0.0.8", "v0.0.9", "v0.0.10", "v0.0.11"]
+    assert [t.name for t in release.read_tags(world.a).releases] == ["v0.0.8", "v0.0.9", "v0.0.10", "v0.0.11"]
     assert "created v0.0.11" in capsys.readouterr().out
 
 
@@ -161,10 +165,10 @@ def test_without_a_remote_tags_are_made_locally_only(
 # --------------------------------------------------------------------------- refusals
 
 
-def refused(capsys: pytest.CaptureFixture[str], code: int) -> str:
+def refused(capsys: pytest.CaptureFixture[str], code: int, *, out: str = "") -> str:
     captured = capsys.readouterr()
     assert code == 2
-    assert captured.out == ""
+    assert captured.out == out
     assert len(captured.err.splitlines()) == 1, captured.err
     assert "Traceback" not in captured.err
     return captured.err.strip()
@@ -334,8 +338,8 @@ def test_a_failing_check_stops_the_backfill_at_that_commit_and_exits_1(
 
     captured = capsys.readouterr()
     assert captured.out == (
-        "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
-        f"created v0.0.2 on {good[:12]} (check passed: {CHECK}), pushed to origin\n"
+        OVERRIDE_LINE + "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
+        f"created v0.0.2 on {good[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
     assert captured.err == (
         "BROKEN is committed\n"
@@ -356,10 +360,10 @@ def test_no_verify_tags_a_failing_commit_and_the_tag_message_says_so(
 
     assert (
         capsys.readouterr().out
-        == f"created v0.0.2 on {bad[:12]} (NOT verified: --no-verify), pushed to origin\n"
+        == f"created v0.0.2 on {bad[:12]} (NOT verified: skipped (--no-verify)), pushed to origin\n"
     )
     assert "verify: skipped (--no-verify)" in git(world.a, "cat-file", "-p", "v0.0.2")
-    assert release.read_tags(world.a)[-1].record.verified is False  # type: ignore[union-attr]
+    assert release.read_tags(world.a).releases[-1].record.verified is False
 
 
 def test_the_check_runs_at_the_commit_being_tagged_not_in_the_working_tree(
@@ -416,7 +420,7 @@ def test_a_run_that_loses_the_race_for_its_own_commit_does_not_tag_it_again(
     assert tag(world.a, "--push") == 0
 
     assert capsys.readouterr().out == (
-        f"{c1[:12]} was tagged v0.0.2 on origin by another run meanwhile; not tagged again\n"
+        OVERRIDE_LINE + f"{c1[:12]} was tagged v0.0.2 on origin by another run meanwhile; not tagged again\n"
     )
     assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": c1, "v0.0.3": c2}
     assert (world.a / ".git" / "b.log").read_text(encoding="utf-8").count("created") == 2
@@ -447,8 +451,8 @@ def test_a_run_that_loses_its_number_to_another_commit_takes_the_next_one(
     assert tag(world.a, "--push") == 0
 
     assert capsys.readouterr().out == (
-        "origin got v0.0.2 first (another run, another commit); took the next number\n"
-        f"created v0.0.3 on {c1[:12]} (check passed: {CHECK}), pushed to origin\n"
+        OVERRIDE_LINE + "origin got v0.0.2 first (another run, another commit); took the next number\n"
+        f"created v0.0.3 on {c1[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
     assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": side, "v0.0.3": c1}
     assert world.local_tags(world.b)["v0.0.2"] == world.remote_tags()["v0.0.2"]
@@ -471,7 +475,7 @@ def test_losing_every_race_gives_up_after_a_bounded_number_of_attempts(
     )
     before_local = world.local_tags(world.a)
 
-    message = refused(capsys, tag(world.a, "--push"))
+    message = refused(capsys, tag(world.a, "--push"), out=OVERRIDE_LINE)
 
     assert message == (
         f"gave up on {c1[:12]} after {tags.MAX_ATTEMPTS} attempts: origin took v0.0.2, v0.0.3, v0.0.4, "
@@ -538,4 +542,4 @@ def test_python_m_rollout_release_tag_runs_as_a_module(world: World) -> None:
 
     assert proc.returncode == 0, proc.stderr
     head = git(world.a, "rev-parse", "HEAD")
-    assert proc.stdout.endswith(f"created v0.0.1 on {head[:12]} (check passed: {CHECK})\n")
+    assert proc.stdout.endswith(f"created v0.0.1 on {head[:12]} ({VIA_CHECK})\n")
