@@ -139,7 +139,10 @@ class TagView:
 def view(repo: Path, branch: str, state: RemoteState | None) -> TagView:
     """Judge the local tags and (with a remote) the remote's by one rule, against the
     first-parent history of the local branch, origin's and the remote's."""
-    extra = [state.main] if state is not None and state.main and _has_commit(repo, state.main) else []
+    extra: list[str] = []
+    if state is not None and state.main is not None:
+        _fetch_head(repo, state, branch)
+        extra.append(state.main)
     line = first_parent_line(repo, branch, extra)
     local = read_tags(repo, branch, line=line)
     objects = _local_objects(repo)
@@ -350,10 +353,14 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
     index = history.index(target)
     if target in by_commit:
         return TagPlan(branch, target, (), (by_commit[target],), None, tuple(history), remote, push)
-    newer = [commit for commit in history[index + 1 :] if commit in by_commit]
+    # The first-parent chain up to the target is the same from every tip that has it, so
+    # a release on any commit outside it is newer: on local main, or only on origin's.
+    earlier = set(history[: index + 1])
+    newer = sorted((name for name, commit in tags.releases.items() if commit not in earlier), key=_number)
     if newer:
+        commit = tags.releases[newer[0]]
         raise RefusedError(
-            f"{target[:12]} is older than {newer[0][:12]}, which is already tagged {by_commit[newer[0]]}",
+            f"{target[:12]} is older than {commit[:12]}, which is already tagged {newer[0]}",
             hint="release numbers follow first-parent order, so an older untagged commit stays untagged",
         )
     previous = [i for i, commit in enumerate(history[:index]) if commit in by_commit]
@@ -372,13 +379,22 @@ def _require_on_remote(repo: Path, target: str, rev: str, state: RemoteState, br
         raise RefusedError(
             f"{state.name} has no branch {branch!r}", hint=f"push it first: `git push {state.name} {branch}`"
         )
-    if not _has_commit(repo, state.main):
-        # The remote is ahead of this clone: fetch its branch (no tags) to test ancestry.
-        git.remote(repo, state.name, ["fetch", "--quiet", "--no-tags", state.name, f"refs/heads/{branch}"])
+    _fetch_head(repo, state, branch)
     if not _is_ancestor(repo, target, state.main):
         raise RefusedError(
             f"{rev} ({target[:12]}) is not on {state.name}'s {branch} yet",
             hint=f"push {branch} first (`git push {state.name} {branch}`): a release must exist where hosts fetch it",
+        )
+
+
+def _fetch_head(repo: Path, state: RemoteState, branch: str) -> None:
+    """The remote is ahead of this clone: fetch its branch (no tags, no ref written) to
+    test ancestry and to judge the tags on its newer commits."""
+    if state.main is not None and not _has_commit(repo, state.main):
+        git.remote(
+            repo,
+            state.name,
+            ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", state.name, f"refs/heads/{branch}"],
         )
 
 

@@ -302,6 +302,29 @@ def test_an_older_commit_than_a_tagged_one_stays_untagged(
     assert_unchanged(world, before, world.a)
 
 
+def test_a_release_on_a_newer_commit_only_origin_main_has_keeps_the_older_commit_untagged(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The local main is behind origin's, whose newer commit is released: tagging the
+    local tip would give an older commit a larger number."""
+    first_release(world, capsys)
+    c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
+    git(world.b, "pull", "-q", "--ff-only")
+    c2 = world.commit(world.b, "two", T0 + days(2), extra={"notes/2": "2\n"})
+    tag_by_hand(world.b, "v0.0.3", c2)
+    git(world.b, "push", "-q", "origin", "v0.0.3")
+    git(world.a, "fetch", "-q", "origin")  # origin/main and its tags; main stays at c1
+    before = world.remote_tags()
+
+    message = refused(capsys, tag(world.a))
+
+    assert message == (
+        f"{c1[:12]} is older than {c2[:12]}, which is already tagged v0.0.3; release numbers follow "
+        "first-parent order, so an older untagged commit stays untagged"
+    )
+    assert_unchanged(world, before, world.a)
+
+
 def test_an_existing_tag_name_is_never_overwritten_locally_or_on_the_remote(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
