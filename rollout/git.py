@@ -7,6 +7,8 @@ release.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,27 +21,71 @@ class GitError(TieropsError):
 
 
 def run(repo: Path, args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    # stdin closed and no terminal prompts: a remote asking for a password must fail with
+    # a line, not hang a release job until its timeout.
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
         proc = subprocess.run(
             ["git", *args],
             cwd=repo,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             check=False,
+            env=env,
         )
-    except FileNotFoundError:
-        raise GitError("git is not installed or not on PATH") from None
+    except OSError as exc:
+        # subprocess reports a missing working directory like a missing program:
+        # tell them apart, or `--repo /nonexistent` says git is not installed (issue 11).
+        if not Path(repo).is_dir():
+            raise UsageError(f"{repo}: {_no_directory(Path(repo))}") from None
+        if shutil.which("git") is None:
+            raise GitError("git is not installed or not on PATH") from None
+        raise GitError(f"cannot run git in {repo}: {exc.strerror or exc}") from None
     if check and proc.returncode != 0:
         reason = _one_line(proc.stderr) or f"exit code {proc.returncode}"
         raise GitError(f"git {' '.join(args)}: {reason}")
     return proc
 
 
+def _no_directory(path: Path) -> str:
+    return "is not a directory" if path.exists() else "no such directory"
+
+
 def toplevel(start: Path) -> Path:
+    if not start.is_dir():
+        raise UsageError(
+            f"{start}: {_no_directory(start)}", hint="pass a path inside a clone of this repository"
+        )
     proc = run(start, ["rev-parse", "--show-toplevel"], check=False)
     if proc.returncode != 0:
         raise UsageError(f"{start}: not inside a git repository")
     return Path(proc.stdout.strip())
+
+
+def is_shallow(repo: Path) -> bool:
+    """True in a shallow clone (`git clone --depth N`, CI's default checkout)."""
+    return run(repo, ["rev-parse", "--is-shallow-repository"]).stdout.strip() == "true"
+
+
+def remote(repo: Path, name: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """A git command that talks to remote `name`; failing, one line that says the remote
+    could not be reached and why (git's first line, not its last: that one is a generic
+    "make sure you have the correct access rights ... and the repository exists")."""
+    proc = run(repo, args, check=False)
+    if proc.returncode != 0:
+        raise GitError(
+            f"cannot reach remote {name!r} ({remote_url(repo, name)}): "
+            f"{_one_line(proc.stderr) or f'git {args[0]} exit code {proc.returncode}'}",
+            hint=f"check its URL (`git remote get-url {name}`) and the network, then rerun",
+        )
+    return proc
+
+
+def remote_url(repo: Path, name: str) -> str:
+    """The URL of remote `name`, or `name` itself when it is a URL or path, not a remote."""
+    proc = run(repo, ["remote", "get-url", name], check=False)
+    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else name
 
 
 def resolve(repo: Path, ref: str) -> str:
@@ -86,8 +132,10 @@ def is_clean(repo: Path) -> bool:
 
 
 def _one_line(text: str) -> str:
+    """git's first line that says something: later lines repeat it in general terms."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1].removeprefix("fatal: ").removeprefix("error: ") if lines else ""
+    meaningful = [line for line in lines if not line.startswith(("hint:", "warning:"))] or lines
+    return meaningful[0].removeprefix("fatal: ").removeprefix("error: ") if meaningful else ""
 
 
 # --- read-side helpers for `diff` and `plan` (appended; release keeps its own) ---
@@ -97,12 +145,6 @@ def ls_tree(repo: Path, commit: str, paths: Sequence[str]) -> list[str]:
     """Repository-relative paths of the files at `commit` under `paths` (recursive)."""
     proc = run(repo, ["ls-tree", "-r", "--name-only", "-z", commit, "--", *paths])
     return sorted(name for name in proc.stdout.split("\0") if name)
-
-
-def tags_at(repo: Path, commit: str, pattern: str = "v0.0.*") -> list[str]:
-    """The tags matching `pattern` that point at `commit`, in version order (newest last)."""
-    proc = run(repo, ["tag", "--points-at", commit, "--list", pattern, "--sort=version:refname"])
-    return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
 
 
 def head_commit(repo: Path) -> str | None:

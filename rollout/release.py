@@ -1,15 +1,21 @@
 """Release tags as rollback points: the record each tag carries, reading tags back,
 the age gate, and the history of one definition.
 
-A release tag is an annotated tag `v0.0.N` on a first-parent commit of main (see
-rollout/tags.py for how tags are made). Its message is a small line-oriented record,
-written once when the tag is made:
+**What a release tag is** (one definition, shared by `release tag|history|rollback`
+and `plan`; issue 11): a tag named exactly `v0.0.N`, annotated, whose message carries
+the record `rollout release tag` writes, for the very commit the tag points at, and
+that commit is on the first-parent history of main. Every other `v0.0.*` tag (a
+lightweight one, one without a record or with another commit's record, one off
+main's first-parent history such as a stray `v0.0.50` on a side branch, `v0.0.9-rc`)
+is *ignored*, with the reason: it never counts for numbering, never makes a commit
+"already tagged" and never reaches a compose-manager payload. rollout/tags.py makes
+tags; the record is a small line-oriented text, written once:
 
     release v0.0.7 of 0123456789ab
 
     tierops-release: 1
     commit: <40 hex: the tagged commit>
-    verify: passed: nox -s check          (or: skipped (--no-verify))
+    verify: passed: nox -s check          (or: skipped (--no-verify), skipped (override): ...)
     service: prod/<file>.yaml <service> <12 hex>
     ...
 
@@ -26,15 +32,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from rollout import git
 from tierops.compose import SpellingError, service_digest
-from tierops.errors import InputError, UsageError
+from tierops.errors import InputError, RefusedError, UsageError
 
 # Exactly `v0.0.<N>` without leading zeros: `v0.0.07` next to `v0.0.7` would make two
 # names for one number, and a suffix (`-rc`) is somebody else's tag.
@@ -45,7 +51,15 @@ DIGEST_LENGTH = 12
 DEFAULT_MIN_TAG_AGE_HOURS = 48
 MIN_TAG_AGE_ENV = "MIN_TAG_AGE_HOURS"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+DEFAULT_BRANCH = "main"
+TAG_REFS = "refs/tags/v0.0.*"
+# What `verify:` says. Only the project's own check, run at the commit, is `passed`;
+# a substituted command is recorded as what it is (tags.VerifyCommand.recorded).
+DEFAULT_VERIFY = "nox -s check"
+VERIFY_PASSED = f"passed: {DEFAULT_VERIFY}"
 VERIFY_SKIPPED = "skipped (--no-verify)"
+VERIFY_OVERRIDE = "skipped (override)"
+SHALLOW_HINT = "fetch the rest first: `git fetch --unshallow --tags`, then rerun"
 NO_TAGS_HINT = (
     "create them with `python -m rollout release tag --remote origin --push` "
     "(the release workflow does it on every push to main; see docs/releasing.md)"
@@ -79,12 +93,25 @@ class Record:
     """What a release tag says about its commit."""
 
     commit: str
-    verify: str  # "passed: <command>" or VERIFY_SKIPPED
+    verify: str  # VERIFY_PASSED, VERIFY_SKIPPED or "skipped (override): ..."
     digests: Mapping[str, Mapping[str, str]]  # prod file -> service -> digest
 
     @property
     def verified(self) -> bool:
-        return self.verify.startswith("passed")
+        # Exactly the project's check: a record an older version wrote after running an
+        # environment-supplied command (`passed: true`) is not taken at its word.
+        return self.verify == VERIFY_PASSED
+
+    @property
+    def unverified(self) -> str | None:
+        """None when the check passed, else how the tag was made, e.g. "tagged with --no-verify"."""
+        if self.verified:
+            return None
+        if self.verify == VERIFY_SKIPPED:
+            return "tagged with --no-verify"
+        if self.verify.startswith(VERIFY_OVERRIDE):
+            return f"tagged with the check {VERIFY_OVERRIDE}"
+        return f"tagged with verify: {self.verify}"
 
     def definition(self, file: str, services: Sequence[str]) -> tuple[str | None, ...] | None:
         """The digests of `services` in `file` (None for an absent service), or None when
@@ -209,89 +236,244 @@ def record_for_commit(repo: Path, commit: str, verify: str) -> Record:
 
 @dataclass(frozen=True)
 class ReleaseTag:
+    """A release tag: `v0.0.N`, annotated, with a record of its own commit, on main's
+    first-parent history."""
+
     name: str
     number: int
     commit: str
     commit_time: datetime
-    tag_time: datetime | None  # None for a lightweight tag
-    record: Record | None
-    problem: str | None = None  # why there is no record
+    tag_time: datetime | None  # None only for a tag object without a tagger line
+    record: Record
 
     @property
     def short(self) -> str:
         return self.commit[:12]
 
 
+@dataclass(frozen=True)
+class IgnoredTag:
+    """A `v0.0.*` tag that is not a release tag, and why."""
+
+    name: str
+    commit: str | None  # the commit it points at; None when it points at no commit
+    reason: str
+
+    @property
+    def number(self) -> int | None:
+        return tag_number(self.name)
+
+
+@dataclass(frozen=True)
+class TagSet:
+    """Every `v0.0.*` tag of a clone, judged: the release tags and the ignored ones."""
+
+    branch: str
+    releases: tuple[ReleaseTag, ...]  # oldest number first
+    ignored: tuple[IgnoredTag, ...]  # in name order (numbers compared as numbers)
+
+    def at(self, commit: str) -> ReleaseTag | None:
+        """The release tag of `commit` (there is at most one), or None."""
+        return next((tag for tag in self.releases if tag.commit == commit), None)
+
+    def ignored_at(self, commit: str) -> tuple[IgnoredTag, ...]:
+        return tuple(tag for tag in self.ignored if tag.commit == commit)
+
+    def require(self) -> tuple[ReleaseTag, ...]:
+        """The release tags; a UsageError (exit 2) when there is none."""
+        if not self.releases:
+            found = f" ({len(self.ignored)} v0.0.* tags, none of them a release tag)" if self.ignored else ""
+            raise UsageError(f"no release tags in this clone{found}", hint=NO_TAGS_HINT)
+        return self.releases
+
+    def find(self, name: str) -> ReleaseTag:
+        for tag in self.releases:
+            if tag.name == name:
+                return tag
+        for ignored in self.ignored:
+            if ignored.name == name:
+                raise UsageError(
+                    f"{name} is not a release tag: {ignored.reason}",
+                    hint="name a release tag (`python -m rollout release history FILE` lists them)",
+                )
+        raise UsageError(
+            f"no release tag {name!r} in this clone",
+            hint="list them with `git tag -l 'v0.0.*'`; `git fetch --tags` gets the remote's",
+        )
+
+
+def judge(
+    name: str,
+    *,
+    kind: str,
+    target_kind: str,
+    commit: str,
+    tag_field: str,
+    message: str,
+    line: Collection[str],
+    branch: str,
+) -> Record | str:
+    """The record of a `v0.0.*` tag that is a release tag, else the reason it is not.
+
+    `kind` is the type of the object the ref names (`tag` for an annotated tag),
+    `target_kind` and `commit` what an annotated tag points at, `tag_field` the name
+    inside the tag object, `line` the first-parent history of `branch` (a set)."""
+    shape = _shape_problem(name, kind, target_kind, tag_field)
+    if shape is not None:
+        return shape
+    try:
+        record = parse_message(message)
+    except RecordError as exc:
+        return f"unreadable release record: {exc}"
+    if record is None:
+        return "no release record in its message (not made by `rollout release tag`)"
+    if record.commit != commit:
+        # A copied message would lend one commit's definitions to another.
+        return f"its record names commit {record.commit[:12]}, but it points at {commit[:12]}"
+    if commit not in line:
+        # A side branch's commits were never deployed as such: a stray v0.0.50 there
+        # must not make main's next release v0.0.51 (issue 11).
+        return f"its commit {commit[:12]} is not on the first-parent history of {branch}"
+    return record
+
+
+def _shape_problem(name: str, kind: str, target_kind: str, tag_field: str) -> str | None:
+    """Why a tag cannot be a release whatever its message says, or None."""
+    if tag_number(name) is None:
+        return "not a release name: releases are exactly v0.0.N (no suffix such as -rc, no leading zero)"
+    if kind == "commit":
+        return "a lightweight tag, no record"
+    if kind != "tag":
+        return f"it points at a {kind}, not a commit"
+    if target_kind != "commit":
+        return "it does not point at a commit"
+    if tag_field != name:
+        # A tag object copied under another name would lend its record to that name.
+        return f"its tag object is named {tag_field or '(nothing)'}, not {name}"
+    return None
+
+
+def first_parent_line(repo: Path, branch: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The commits on the first-parent history of the local `branch` and of
+    `origin/<branch>` (whichever exist), and of the `extra` commits: one set.
+
+    Both refs, because a clone whose local main is behind origin's (after `git fetch
+    --tags`) still has every release tag origin has."""
+    proc = git.run(
+        repo,
+        ["for-each-ref", "--format=%(objectname)", f"refs/heads/{branch}", f"refs/remotes/origin/{branch}"],
+    )
+    tips = [*proc.stdout.split(), *extra]
+    if not tips:
+        return frozenset()
+    return frozenset(git.run(repo, ["rev-list", "--first-parent", *dict.fromkeys(tips)]).stdout.split())
+
+
+def one_per_commit(tags: Iterable[tuple[str, str]]) -> tuple[dict[str, str], dict[str, str]]:
+    """Of (name, commit) release candidates, the lowest number per commit is the
+    release; the rest -> the name that released their commit first."""
+    kept: dict[str, str] = {}
+    winner: dict[str, str] = {}
+    dropped: dict[str, str] = {}
+    for name, commit in sorted(tags, key=lambda pair: _number_of(pair[0])):
+        if commit in winner:
+            dropped[name] = winner[commit]
+        else:
+            winner[commit] = name
+            kept[name] = commit
+    return kept, dropped
+
+
+def duplicate_reason(commit: str, winner: str) -> str:
+    return f"its commit {commit[:12]} is already released as {winner}"
+
+
+def _number_of(name: str) -> int:
+    number = tag_number(name)
+    return -1 if number is None else number
+
+
+def version_order(name: str) -> tuple[int, str]:
+    """Sort key: release names by number, anything else after them by name."""
+    number = tag_number(name)
+    return (number, "") if number is not None else (1 << 62, name)
+
+
 _FIELDS = (
     "%(refname:strip=2)",
     "%(objecttype)",
     "%(objectname)",
+    "%(*objecttype)",
     "%(*objectname)",
+    "%(tag)",
     "%(taggerdate:unix)",
-    "%(committerdate:unix)",
     "%(*committerdate:unix)",
     "%(contents)",
 )
 
 
-def read_tags(repo: Path) -> list[ReleaseTag]:
-    """Every local `v0.0.N` tag, oldest number first, with its parsed record."""
+def read_tags(repo: Path, branch: str = DEFAULT_BRANCH, *, line: Collection[str] | None = None) -> TagSet:
+    """Every local `v0.0.*` tag, judged (see `judge`). `line` is the first-parent
+    history to judge against (default: `first_parent_line(repo, branch)`)."""
     # NUL-separated fields: tag messages span lines, and no git field contains a NUL.
     fmt = "".join(f"{item}%00" for item in _FIELDS)
-    out = git.run(repo, ["for-each-ref", f"--format={fmt}", "refs/tags/v0.0.*"]).stdout
+    out = git.run(repo, ["for-each-ref", f"--format={fmt}", TAG_REFS]).stdout
     values = out.split("\0")
     width = len(_FIELDS)
-    tags: list[ReleaseTag] = []
-    for start in range(0, len(values) - width + 1, width):
-        name, objtype, obj, peeled, tagged, committed, peeled_committed, contents = values[
-            start : start + width
-        ]
-        name = name.lstrip("\n")
+    rows = [values[start : start + width] for start in range(0, len(values) - width + 1, width)]
+    if rows and line is None:
+        line = first_parent_line(repo, branch)
+    candidates: dict[str, tuple[str, Record, str, str]] = {}
+    ignored: list[IgnoredTag] = []
+    for raw_name, kind, obj, target_kind, target, tag_field, tagged, committed, contents in rows:
+        name = raw_name.lstrip("\n")
+        commit = target if kind == "tag" else obj
+        verdict = judge(
+            name,
+            kind=kind,
+            target_kind=target_kind,
+            commit=commit,
+            tag_field=tag_field,
+            message=contents,
+            line=line or (),
+            branch=branch,
+        )
+        if isinstance(verdict, str):
+            points_at = commit if (target_kind if kind == "tag" else kind) == "commit" else None
+            ignored.append(IgnoredTag(name, points_at, verdict))
+        else:
+            candidates[name] = (commit, verdict, tagged, committed)
+    kept, dropped = one_per_commit((name, item[0]) for name, item in candidates.items())
+    for name, first in dropped.items():
+        ignored.append(IgnoredTag(name, candidates[name][0], duplicate_reason(candidates[name][0], first)))
+    releases = []
+    for name in kept:
+        commit, record, tagged, committed = candidates[name]
+        tag_time = _time(tagged) if tagged else None
         number = tag_number(name)
-        if number is None:
-            continue
-        if objtype == "tag":
-            tags.append(_annotated(name, number, peeled, tagged, peeled_committed, contents))
-        elif objtype == "commit":
-            tags.append(
-                ReleaseTag(name, number, obj, _time(committed), None, None, "a lightweight tag, no record")
-            )
-    return sorted(tags, key=lambda tag: tag.number)
-
-
-def _annotated(name: str, number: int, commit: str, tagged: str, committed: str, contents: str) -> ReleaseTag:
-    tag_time = _time(tagged) if tagged else None
-    if not committed:  # a tag of a tree, a blob or another tag: never ours
-        return ReleaseTag(name, number, commit, _EPOCH, tag_time, None, "it does not point at a commit")
-    problem: str | None = None
-    record: Record | None = None
-    try:
-        record = parse_message(contents)
-        if record is None:
-            problem = "no release record in its message (not made by `rollout release tag`)"
-        elif record.commit != commit:
-            # A copied message would lend one commit's definitions to another.
-            problem = f"its record names commit {record.commit[:12]}, but it points at {commit[:12]}"
-            record = None
-    except RecordError as exc:
-        problem = f"unreadable release record: {exc}"
-    return ReleaseTag(name, number, commit, _time(committed), tag_time, record, problem)
-
-
-_EPOCH = datetime.fromtimestamp(0, UTC)
+        assert number is not None  # judge() accepts v0.0.N names only
+        releases.append(ReleaseTag(name, number, commit, _time(committed), tag_time, record))
+    return TagSet(
+        branch,
+        tuple(sorted(releases, key=lambda tag: tag.number)),
+        tuple(sorted(ignored, key=lambda tag: version_order(tag.name))),
+    )
 
 
 def _time(unix: str) -> datetime:
     return datetime.fromtimestamp(int(unix), UTC)
 
 
-def require_tags(tags: Sequence[ReleaseTag]) -> list[ReleaseTag]:
-    """The tags that carry a record; a UsageError (exit 2) when there is none."""
-    usable = [tag for tag in tags if tag.record is not None]
-    if not usable:
-        found = f" ({len(tags)} v0.0.* tags, none with a release record)" if tags else ""
-        raise UsageError(f"no release tags in this clone{found}", hint=NO_TAGS_HINT)
-    return usable
+def refuse_shallow(repo: Path) -> None:
+    """A RefusedError (exit 2) in a shallow clone: it lacks older first-parent commits
+    and their tags, so it would take the newest tag it happens to have for the newest
+    release, and a `tag` would number the tip and leave everything between untaggable."""
+    if git.is_shallow(repo):
+        raise RefusedError(
+            "this clone is shallow: release tags need main's whole first-parent history and every tag",
+            where=str(repo),
+            hint=SHALLOW_HINT,
+        )
 
 
 # --------------------------------------------------------------------------- age gate
@@ -364,7 +546,7 @@ class History:
     services: tuple[str, ...]
     changes: tuple[Change, ...]  # newest first
     tags_read: int
-    ignored: tuple[ReleaseTag, ...] = field(default=())
+    ignored: tuple[IgnoredTag, ...] = ()
 
 
 def definition_digest(definition: tuple[str | None, ...] | None, *, single: bool) -> str:
@@ -377,16 +559,15 @@ def definition_digest(definition: tuple[str | None, ...] | None, *, single: bool
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_LENGTH]
 
 
-def history(tags: Sequence[ReleaseTag], file: str, services: Sequence[str]) -> History:
+def history(tags: TagSet, file: str, services: Sequence[str]) -> History:
     """The tags at which the definition of `services` (or the whole file) changed."""
-    usable = require_tags(tags)
+    usable = tags.require()
     wanted = tuple(dict.fromkeys(services))
     _require_known(usable, file, wanted)
     changes: list[Change] = []
     previous: tuple[str | None, ...] | None = None
     seen_file = False
     for tag in usable:
-        assert tag.record is not None
         definition = tag.record.definition(file, wanted)
         if not seen_file and definition is None:
             continue  # before the file existed: nothing to report
@@ -405,36 +586,23 @@ def history(tags: Sequence[ReleaseTag], file: str, services: Sequence[str]) -> H
         seen_file = True
         changes.append(Change(tag, definition, definition_digest(definition, single=len(wanted) == 1), note))
         previous = definition
-    ignored = tuple(tag for tag in tags if tag.record is None)
-    return History(file, wanted, tuple(reversed(changes)), len(usable), ignored)
+    return History(file, wanted, tuple(reversed(changes)), len(usable), tags.ignored)
 
 
 def _require_known(tags: Sequence[ReleaseTag], file: str, services: Sequence[str]) -> None:
     """A UsageError naming what exists when the file or a service is in no record."""
     newest = tags[-1]
-    records = [tag.record for tag in tags if tag.record is not None]
+    records = [tag.record for tag in tags]
     if not any(file in record.digests for record in records):
-        files = sorted(newest.record.digests) if newest.record else []
+        files = sorted(newest.record.digests)
         raise UsageError(
             f"{file} is in no release record ({len(tags)} tags read)",
             hint=f"files at {newest.name}: {', '.join(files) or 'none'}",
         )
     for service in services:
         if not any(service in record.digests.get(file, {}) for record in records):
-            known = sorted(newest.record.digests.get(file, {})) if newest.record else []
+            known = sorted(newest.record.digests.get(file, {}))
             raise UsageError(
                 f"{file} defines no service {service!r} at any release tag",
                 hint=f"services at {newest.name}: {', '.join(known) or 'none'}",
             )
-
-
-def find_tag(tags: Sequence[ReleaseTag], name: str) -> ReleaseTag:
-    for tag in tags:
-        if tag.name == name:
-            if tag.record is None:
-                raise UsageError(f"tag {name} has no usable release record: {tag.problem}")
-            return tag
-    raise UsageError(
-        f"no release tag {name!r} in this clone",
-        hint="list them with `git tag -l 'v0.0.*'`; `git fetch --tags` gets the remote's",
-    )

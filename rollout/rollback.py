@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rollout import git
-from rollout.release import AgeGate, ReleaseTag, find_tag, format_time, require_tags
+from rollout.release import AgeGate, IgnoredTag, ReleaseTag, TagSet, format_time
 from rollout.steps import Action, ComposeCall
 from tierops.composebin import DUMMY_ENV, ComposeBinary, run_config
 from tierops.errors import RefusedError, UsageError
@@ -49,18 +49,17 @@ class Rollback:
     passed_over: tuple[ReleaseTag, ...]  # newer tags with the deployed definition
     rendered_with: str
     steps: tuple[Step, ...]
+    ignored: tuple[IgnoredTag, ...] = ()  # v0.0.* tags newer than the target that are not releases
 
 
 def choose_target(
     tags: Sequence[ReleaseTag], file: str, services: Sequence[str], deployed: ReleaseTag
 ) -> tuple[ReleaseTag, tuple[ReleaseTag, ...]]:
-    """The newest tag older than `deployed` whose definition of `services` differs."""
-    assert deployed.record is not None
+    """The newest release tag older than `deployed` whose definition of `services` differs."""
     current = deployed.record.definition(file, services)
     passed_over: list[ReleaseTag] = []
     for tag in reversed(tags):
-        # A tag without a record (lightweight, foreign) says nothing about definitions.
-        if tag.number >= deployed.number or tag.record is None:
+        if tag.number >= deployed.number:
             continue
         if tag.record.definition(file, services) != current:
             return tag, tuple(passed_over)
@@ -74,7 +73,7 @@ def choose_target(
 
 def plan_rollback(
     repo: Path,
-    tags: Sequence[ReleaseTag],
+    tags: TagSet,
     file: str,
     services: Sequence[str],
     *,
@@ -86,10 +85,9 @@ def plan_rollback(
     """Choose, check and render the rollback; RefusedError/UsageError say why not.
 
     `compose` None skips rendering (only for callers that render themselves)."""
-    usable = require_tags(tags)
+    usable = tags.require()
     wanted = tuple(dict.fromkeys(services))
-    deployed = find_tag(tags, from_tag) if from_tag else usable[-1]
-    assert deployed.record is not None
+    deployed = tags.find(from_tag) if from_tag else usable[-1]
     if from_tag is None and not gate.deployable(deployed, now):
         # compose-manager refuses that tag, so no host runs it: the host runs an older
         # one, and a rollback computed from the newest tag would start from the wrong file.
@@ -113,7 +111,6 @@ def plan_rollback(
         )
 
     target, passed_over = choose_target(usable, file, wanted, deployed)
-    assert target.record is not None
     at_target = target.record.digests.get(file, {})
     absent = [name for name in wanted if name not in at_target]
     if absent:
@@ -155,8 +152,11 @@ def plan_rollback(
         for dry_run in (True, False):
             call = ComposeCall(Action.UP, target.name, file, (name,), dry_run)
             steps.append(Step(name, call, up))
+    # Tags an operator may have taken for the deployed or the previous release: say
+    # why they are not (a lightweight v0.0.10 on HEAD is no rollback point, issue 11).
+    ignored = tuple(tag for tag in tags.ignored if (tag.number or -1) > target.number)
     return Rollback(
-        file, wanted, deployed, target, changed, unchanged, passed_over, rendered_with, tuple(steps)
+        file, wanted, deployed, target, changed, unchanged, passed_over, rendered_with, tuple(steps), ignored
     )
 
 

@@ -1,11 +1,18 @@
 """Make release tags: which commits, the check at each, then create and push.
 
-The write side of git lives here and only here. Rules (SPEC 7, issue 6):
+The write side of git lives here and only here. Rules (SPEC 7, issues 6 and 11):
 
-- Each first-parent commit of main after the newest tagged one, up to the requested
+- Only release tags count (rollout/release.py: `v0.0.N`, annotated, the tool's record
+  of its own commit, on the branch's first-parent history), here and on the remote.
+  Any other `v0.0.*` tag is ignored with its reason: it never answers "already
+  tagged" and never raises the next number; its name is merely taken, so numbering
+  skips it.
+- Each first-parent commit of main after the newest released one, up to the requested
   commit, gets the next `v0.0.N` (numeric order), oldest first, so a missed run is
   backfilled. In a repository without any release tag only the requested commit is
   tagged: older history was never checked as a release and is not backfilled.
+- A shallow clone is refused: it cannot see older commits and tags, so it would number
+  the tip and leave every commit in between untaggable.
 - A tag is never moved, deleted or overwritten, and nothing is ever force-pushed. The
   local ref is created with `git update-ref <ref> <object> ""` (create-only), and with
   --push only *after* the remote accepted it: the tag object is made with `git mktag`
@@ -17,26 +24,51 @@ The write side of git lives here and only here. Rules (SPEC 7, issue 6):
   commit, nothing more is done; otherwise the next free number is tried, a bounded
   number of times. Numbers must follow first-parent order, so if the other run tagged
   a *newer* commit meanwhile, this one is refused instead of getting a larger number.
+- The check runs in its own session (process group) in a temporary worktree; SIGTERM
+  or SIGINT ends that group and removes the worktree before the run stops.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from rollout import git
-from rollout.release import tag_name, tag_number
-from tierops.errors import RefusedError, UsageError
+from rollout.release import (
+    DEFAULT_VERIFY,
+    VERIFY_OVERRIDE,
+    VERIFY_PASSED,
+    IgnoredTag,
+    Record,
+    duplicate_reason,
+    first_parent_line,
+    judge,
+    one_per_commit,
+    read_tags,
+    refuse_shallow,
+    tag_name,
+    tag_number,
+    version_order,
+)
+from tierops.errors import RefusedError, TieropsError, UsageError
+from tierops.exitcodes import ExitCode
 
-DEFAULT_VERIFY = "nox -s check"
 VERIFY_ENV = "TIEROPS_RELEASE_VERIFY"
 MAX_ATTEMPTS = 5
+# How long the check's process group gets between SIGTERM and SIGKILL after a signal.
+KILL_GRACE_SECONDS = 5.0
 NO_VERIFY_HINT = "fix main, or tag it anyway with --no-verify (the tag message then says so)"
 
 
@@ -44,28 +76,23 @@ NO_VERIFY_HINT = "fix main, or tag it anyway with --no-verify (the tag message t
 
 
 @dataclass(frozen=True)
+class RemoteTag:
+    name: str
+    obj: str  # the object the ref names
+    peeled: str | None  # what an annotated tag points at; None for a lightweight tag
+
+
+@dataclass(frozen=True)
 class RemoteState:
     name: str
     main: str | None  # the remote branch's commit, None when it has no such branch
-    tags: Mapping[str, str]  # release tag name -> the commit it points at
-
-
-def local_tags(repo: Path) -> dict[str, str]:
-    """Local `v0.0.N` tags -> the commit each points at (peeled)."""
-    fmt = "%(refname:strip=2) %(objectname) %(*objectname)"
-    out = git.run(repo, ["for-each-ref", f"--format={fmt}", "refs/tags/v0.0.*"]).stdout
-    result: dict[str, str] = {}
-    for line in out.splitlines():
-        name, obj, *peeled = line.split(" ")
-        if tag_number(name) is not None:
-            result[name] = peeled[0] if peeled and peeled[0] else obj
-    return result
+    refs: Mapping[str, RemoteTag]  # every v0.0.* tag on the remote
 
 
 def remote_state(repo: Path, remote: str, branch: str) -> RemoteState:
-    """One `git ls-remote`: the remote's branch head and its release tags (peeled)."""
+    """One `git ls-remote`: the remote's branch head and every v0.0.* tag it has."""
     head_ref = f"refs/heads/{branch}"
-    out = git.run(repo, ["ls-remote", remote, head_ref, "refs/tags/v0.0.*"]).stdout
+    out = git.remote(repo, remote, ["ls-remote", remote, head_ref, "refs/tags/v0.0.*"]).stdout
     main: str | None = None
     direct: dict[str, str] = {}
     peeled: dict[str, str] = {}
@@ -77,9 +104,167 @@ def remote_state(repo: Path, remote: str, branch: str) -> RemoteState:
             name = ref.removeprefix("refs/tags/")
             if name.endswith("^{}"):
                 peeled[name.removesuffix("^{}")] = sha
-            elif tag_number(name) is not None:
+            else:
                 direct[name] = sha
-    return RemoteState(remote, main, {name: peeled.get(name, sha) for name, sha in direct.items()})
+    refs = {name: RemoteTag(name, sha, peeled.get(name)) for name, sha in direct.items()}
+    return RemoteState(remote, main, refs)
+
+
+@dataclass(frozen=True)
+class TagView:
+    """Both sides' `v0.0.*` tags, judged by one rule."""
+
+    releases: Mapping[str, str]  # release tag name -> commit, local and remote together
+    local_releases: frozenset[str]
+    remote_names: frozenset[str]  # every v0.0.* name the remote has
+    taken: frozenset[str]  # every v0.0.* name on either side: never created again
+    ignored: tuple[IgnoredTag, ...]
+
+    def next_name(self) -> tuple[str, tuple[IgnoredTag, ...]]:
+        """The next release name, and the ignored tags whose names it skipped."""
+        number = max((tag_number(name) or 0 for name in self.releases), default=0) + 1
+        skipped: list[IgnoredTag] = []
+        by_name = {tag.name: tag for tag in self.ignored}
+        while tag_name(number) in self.taken:
+            if tag_name(number) in by_name:
+                skipped.append(by_name[tag_name(number)])
+            number += 1
+        return tag_name(number), tuple(skipped)
+
+    def at(self, commits: Sequence[str]) -> tuple[IgnoredTag, ...]:
+        wanted = set(commits)
+        return tuple(tag for tag in self.ignored if tag.commit in wanted)
+
+
+def view(repo: Path, branch: str, state: RemoteState | None) -> TagView:
+    """Judge the local tags and (with a remote) the remote's by one rule, against the
+    first-parent history of the local branch, origin's and the remote's."""
+    extra: list[str] = []
+    if state is not None and state.main is not None:
+        _fetch_head(repo, state, branch)
+        extra.append(state.main)
+    line = first_parent_line(repo, branch, extra)
+    local = read_tags(repo, branch, line=line)
+    objects = _local_objects(repo)
+    candidates: dict[str, str] = {tag.name: tag.commit for tag in local.releases}
+    ignored: dict[str, IgnoredTag] = {tag.name: tag for tag in local.ignored}
+    remote_names: frozenset[str] = frozenset()
+    if state is not None:
+        remote_names = frozenset(state.refs)
+        for name, (commit, verdict) in _judge_remote(repo, state, objects, line, branch).items():
+            released = not isinstance(verdict, str)
+            if name in objects:
+                here = objects[name][1]
+                if here != commit and (released or name in candidates):
+                    raise RefusedError(
+                        f"tag {name} is {here[:12]} here but {commit[:12]} on {state.name}",
+                        hint="tags never move: find out which is right before tagging again; "
+                        "this command changes neither",
+                    )
+                if released:  # the remote's object under this name is the release
+                    ignored.pop(name, None)
+                    candidates[name] = commit
+            elif released:
+                candidates[name] = commit
+            else:
+                ignored[name] = IgnoredTag(name, commit, f"{verdict} (on {state.name})")
+    # Every tag of local.releases is one per commit already; the remote may add a second.
+    kept, dropped = one_per_commit(candidates.items())
+    for name, first in dropped.items():
+        ignored[name] = IgnoredTag(name, candidates[name], duplicate_reason(candidates[name], first))
+    local_names = frozenset(objects)
+    return TagView(
+        kept,
+        frozenset(name for name in kept if name in local_names),
+        remote_names,
+        local_names | remote_names,
+        tuple(sorted(ignored.values(), key=lambda tag: version_order(tag.name))),
+    )
+
+
+def _local_objects(repo: Path) -> dict[str, tuple[str, str]]:
+    """Local v0.0.* tag name -> (object id, the commit or object it peels to)."""
+    fmt = "%(refname:strip=2) %(objectname) %(*objectname)"
+    out = git.run(repo, ["for-each-ref", f"--format={fmt}", "refs/tags/v0.0.*"]).stdout
+    result: dict[str, tuple[str, str]] = {}
+    for line in out.splitlines():
+        name, obj, *peeled = line.split(" ")
+        result[name] = (obj, peeled[0] if peeled and peeled[0] else obj)
+    return result
+
+
+def _judge_remote(
+    repo: Path,
+    state: RemoteState,
+    local: Mapping[str, tuple[str, str]],
+    line: frozenset[str],
+    branch: str,
+) -> dict[str, tuple[str, Record | str]]:
+    """Remote tag name -> (the commit it points at, its Record or why it is ignored),
+    for every remote tag whose object differs from the local tag of that name. Tag
+    objects this clone lacks are fetched first: objects only, no ref is written."""
+    todo = [tag for tag in state.refs.values() if tag.name not in local or local[tag.name][0] != tag.obj]
+    annotated = [tag for tag in todo if tag.peeled is not None]
+    missing = [tag for tag in annotated if not _has_object(repo, tag.obj)]
+    if missing:
+        refspecs = [f"refs/tags/{tag.name}" for tag in missing]
+        git.remote(
+            repo,
+            state.name,
+            ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", state.name, *refspecs],
+        )
+    objects = _tag_objects(repo, [tag.obj for tag in annotated])
+    result: dict[str, tuple[str, Record | str]] = {}
+    for tag in todo:
+        headers, message = objects.get(tag.obj, ({}, ""))
+        commit = tag.peeled or tag.obj
+        result[tag.name] = (
+            commit,
+            judge(
+                tag.name,
+                # ls-remote cannot tell a lightweight tag of a commit from one of a tree:
+                # neither carries a record, so both are "lightweight".
+                kind="tag" if tag.peeled is not None else "commit",
+                target_kind=headers.get("type", ""),
+                commit=commit,
+                tag_field=headers.get("tag", ""),
+                message=message,
+                line=line,
+                branch=branch,
+            ),
+        )
+    return result
+
+
+def _tag_objects(repo: Path, objects: Sequence[str]) -> dict[str, tuple[dict[str, str], str]]:
+    """Tag object id -> (its header fields, its message), with one `git cat-file --batch`."""
+    if not objects:
+        return {}
+    proc = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        cwd=repo,
+        input="".join(f"{obj}\n" for obj in objects).encode("ascii"),
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise git.GitError(f"git cat-file --batch: {proc.stderr.decode(errors='replace').strip()}")
+    data, at, result = proc.stdout, 0, {}
+    for obj in objects:
+        end = data.index(b"\n", at)
+        header = data[at:end].decode("ascii").split()
+        at = end + 1
+        if len(header) != 3:  # "<id> missing"
+            continue
+        size = int(header[2])
+        body = data[at : at + size].decode("utf-8", errors="replace")
+        at += size + 1
+        if header[1] != "tag":
+            continue
+        head, _, message = body.partition("\n\n")
+        fields = dict(line.split(" ", 1) for line in head.splitlines() if " " in line)
+        result[obj] = (fields, message)
+    return result
 
 
 def first_parent(repo: Path, ref: str) -> list[str]:
@@ -96,6 +281,10 @@ def _has_commit(repo: Path, sha: str) -> bool:
     return git.run(repo, ["cat-file", "-e", f"{sha}^{{commit}}"], check=False).returncode == 0
 
 
+def _has_object(repo: Path, sha: str) -> bool:
+    return git.run(repo, ["cat-file", "-e", sha], check=False).returncode == 0
+
+
 # --------------------------------------------------------------------------- planning
 
 
@@ -104,18 +293,20 @@ class TagPlan:
     branch: str
     target: str
     commits: tuple[str, ...]  # to tag, oldest first
-    already: tuple[str, ...]  # the target's existing release tags (then commits is empty)
+    already: tuple[str, ...]  # the target's release tag (then commits is empty)
     after: str | None  # the release tag the backfill starts after; None: first release
     history: tuple[str, ...]  # the branch's first-parent commits, oldest first
     remote: str | None
     push: bool
+    ignored: tuple[IgnoredTag, ...] = ()  # non-release v0.0.* tags on the target or the commits to tag
 
 
 def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -> TagPlan:
     """Which commits to tag, or a RefusedError/UsageError (exit 2) saying why none.
 
-    Nothing is created here; the only write is a `git fetch` of the remote's branch
-    when its head is not yet known locally (to test ancestry)."""
+    Nothing is created here; the only writes are fetches of objects this clone lacks:
+    the remote's branch head (to test ancestry) and tag objects (to read records)."""
+    refuse_shallow(repo)
     # The check runs in a worktree of the commit anyway; a dirty tree is refused because
     # whoever runs this believes they are releasing what they see, and they are not.
     if not git.is_clean(repo):
@@ -142,12 +333,13 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
     if remote is not None:
         state = remote_state(repo, remote, branch)
         _require_on_remote(repo, target, rev, state, branch)
-    local = local_tags(repo)
-    tags = _merge_tags(local, state)
+    tags = view(repo, branch, state)
     # A local-only tag marks its commit as released here but not on the remote; pushing
     # new tags past it would leave a hole in the remote's numbering forever.
     if push and state is not None:
-        unpushed = sorted((name for name in local if name not in state.tags), key=_number)
+        unpushed = sorted(
+            (name for name in tags.local_releases if name not in tags.remote_names), key=_number
+        )
         if unpushed:
             raise RefusedError(
                 f"local tag{'s' if len(unpushed) > 1 else ''} {', '.join(unpushed)} "
@@ -157,29 +349,29 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
                 "so both sides number releases the same way",
             )
 
-    by_commit: dict[str, list[str]] = {}
-    for name, commit in tags.items():
-        by_commit.setdefault(commit, []).append(name)
+    by_commit = {commit: name for name, commit in tags.releases.items()}  # one release per commit
     index = history.index(target)
     if target in by_commit:
-        names = tuple(sorted(by_commit[target], key=_number))
-        return TagPlan(branch, target, (), names, None, tuple(history), remote, push)
-    newer = [commit for commit in history[index + 1 :] if commit in by_commit]
+        return TagPlan(branch, target, (), (by_commit[target],), None, tuple(history), remote, push)
+    # The first-parent chain up to the target is the same from every tip that has it, so
+    # a release on any commit outside it is newer: on local main, or only on origin's.
+    earlier = set(history[: index + 1])
+    newer = sorted((name for name, commit in tags.releases.items() if commit not in earlier), key=_number)
     if newer:
-        name = min(by_commit[newer[0]], key=_number)
+        commit = tags.releases[newer[0]]
         raise RefusedError(
-            f"{target[:12]} is older than {newer[0][:12]}, which is already tagged {name}",
+            f"{target[:12]} is older than {commit[:12]}, which is already tagged {newer[0]}",
             hint="release numbers follow first-parent order, so an older untagged commit stays untagged",
         )
     previous = [i for i, commit in enumerate(history[:index]) if commit in by_commit]
     if previous:
         start = previous[-1]
-        after: str | None = max(by_commit[history[start]], key=_number)
+        after: str | None = by_commit[history[start]]
         commits = tuple(history[start + 1 : index + 1])
     else:
         # The first release: older commits were never checked as releases.
         after, commits = None, (target,)
-    return TagPlan(branch, target, commits, (), after, tuple(history), remote, push)
+    return TagPlan(branch, target, commits, (), after, tuple(history), remote, push, tags.at(commits))
 
 
 def _require_on_remote(repo: Path, target: str, rev: str, state: RemoteState, branch: str) -> None:
@@ -187,9 +379,7 @@ def _require_on_remote(repo: Path, target: str, rev: str, state: RemoteState, br
         raise RefusedError(
             f"{state.name} has no branch {branch!r}", hint=f"push it first: `git push {state.name} {branch}`"
         )
-    if not _has_commit(repo, state.main):
-        # The remote is ahead of this clone: fetch its branch (no tags) to test ancestry.
-        git.run(repo, ["fetch", "--quiet", "--no-tags", state.name, f"refs/heads/{branch}"])
+    _fetch_head(repo, state, branch)
     if not _is_ancestor(repo, target, state.main):
         raise RefusedError(
             f"{rev} ({target[:12]}) is not on {state.name}'s {branch} yet",
@@ -197,19 +387,15 @@ def _require_on_remote(repo: Path, target: str, rev: str, state: RemoteState, br
         )
 
 
-def _merge_tags(local: Mapping[str, str], state: RemoteState | None) -> dict[str, str]:
-    """Local and remote release tags together; a name on two commits is refused."""
-    merged = dict(local)
-    if state is None:
-        return merged
-    for name, commit in state.tags.items():
-        if name in merged and merged[name] != commit:
-            raise RefusedError(
-                f"tag {name} is {merged[name][:12]} here but {commit[:12]} on {state.name}",
-                hint="tags never move: find out which is right before tagging again; this command changes neither",
-            )
-        merged[name] = commit
-    return merged
+def _fetch_head(repo: Path, state: RemoteState, branch: str) -> None:
+    """The remote is ahead of this clone: fetch its branch (no tags, no ref written) to
+    test ancestry and to judge the tags on its newer commits."""
+    if state.main is not None and not _has_commit(repo, state.main):
+        git.remote(
+            repo,
+            state.name,
+            ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", state.name, f"refs/heads/{branch}"],
+        )
 
 
 def _number(name: str) -> int:
@@ -218,6 +404,37 @@ def _number(name: str) -> int:
 
 
 # --------------------------------------------------------------------------- verifying
+
+
+@dataclass(frozen=True)
+class VerifyCommand:
+    """The check to run at each commit, and where it came from.
+
+    The honest-record rule (issue 11): `verify: passed` is written only when the
+    project's own check (`nox -s check`, from the commit's own noxfile) ran there and
+    exited 0. Any other command, whether from --verify-command or $TIEROPS_RELEASE_VERIFY
+    (which exist to substitute a fast check in tests, or a narrower one by hand), is an
+    override: it still runs and must exit 0, but the record says `skipped (override)`
+    with the command line and its source, so `true`, `:` or `sh -c 'exit 0'` can never
+    make a tag look checked. No list of "no-op" commands is kept: any such list has holes.
+    """
+
+    tokens: tuple[str, ...]
+    source: str  # "--verify-command", "$TIEROPS_RELEASE_VERIFY" or "default"
+
+    @property
+    def text(self) -> str:
+        return shlex.join(self.tokens)
+
+    @property
+    def override(self) -> bool:
+        return self.tokens != tuple(shlex.split(DEFAULT_VERIFY))
+
+    def recorded(self) -> str:
+        """The `verify:` value of a tag whose check exited 0."""
+        if not self.override:
+            return VERIFY_PASSED
+        return f"{VERIFY_OVERRIDE}: `{self.text}` from {self.source} exited 0 instead of `{DEFAULT_VERIFY}`"
 
 
 @dataclass(frozen=True)
@@ -236,9 +453,15 @@ class Verification:
         return shlex.join(self.command)
 
 
-def verify_command(option: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
-    """--verify-command, else $TIEROPS_RELEASE_VERIFY, else `nox -s check`."""
-    raw = option if option is not None else environ.get(VERIFY_ENV) or DEFAULT_VERIFY
+def verify_command(option: str | None, environ: Mapping[str, str]) -> VerifyCommand:
+    """--verify-command, else $TIEROPS_RELEASE_VERIFY (when set and not empty), else
+    `nox -s check`."""
+    if option is not None:
+        raw, source = option, "--verify-command"
+    elif environ.get(VERIFY_ENV):
+        raw, source = environ[VERIFY_ENV], f"${VERIFY_ENV}"
+    else:
+        raw, source = DEFAULT_VERIFY, "default"
     try:
         tokens = tuple(shlex.split(raw))
     except ValueError as exc:
@@ -246,7 +469,7 @@ def verify_command(option: str | None, environ: Mapping[str, str]) -> tuple[str,
     if not tokens:
         raise UsageError("the verify command is empty", hint=f"unset {VERIFY_ENV} or use --no-verify")
     _program(tokens)  # fail before anything is planned or printed
-    return tokens
+    return VerifyCommand(tokens, source)
 
 
 def _program(command: Sequence[str]) -> str:
@@ -259,35 +482,124 @@ def _program(command: Sequence[str]) -> str:
     return program
 
 
+class Interrupted(TieropsError):
+    """SIGTERM or SIGINT arrived during the check; the check is ended and cleaned up."""
+
+    # The table has no "interrupted" row; an interrupt is exit 3, as tierops.cli.guarded
+    # does for Ctrl-C everywhere else.
+    exit_code = ExitCode.INTERNAL
+
+
+class _SignalGuard:
+    """While entered, SIGTERM and SIGINT do not stop this process: they are noted, and
+    the running check's process group gets SIGTERM (SIGKILL after KILL_GRACE_SECONDS).
+    `verify` then cleans up and raises Interrupted. The handler never raises, so no
+    signal can cut the cleanup short. Outside the main thread, where Python cannot
+    install handlers, it does nothing."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.at = 0.0
+        self.proc: subprocess.Popen[str] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _SignalGuard:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._previous.items():
+            signal.signal(sig, old)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is None:
+            self.received, self.at = signum, time.monotonic()
+        self.terminate()
+
+    def terminate(self) -> None:
+        if self.received is not None and self.proc is not None and self.proc.returncode is None:
+            _signal_group(self.proc, signal.SIGTERM)
+
+    def overdue(self) -> bool:
+        return self.received is not None and time.monotonic() - self.at > KILL_GRACE_SECONDS
+
+
+def _signal_group(proc: subprocess.Popen[str], sig: int) -> None:
+    # The check leads its own session, so its pid is its process group's id.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
 def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
     """Run `command` (no shell) in a temporary detached worktree of `commit`.
 
-    The worktree and everything the command wrote into it (nox's .nox/) are removed
-    afterwards, whatever happened."""
+    The command runs in a session (process group) of its own. The worktree and everything
+    the command wrote into it (nox's .nox/) are removed afterwards, whatever happened. On
+    SIGTERM or SIGINT the check's whole process group is ended, the worktree removed, and
+    Interrupted raised (issue 11: a cancelled CI job used to leave both behind)."""
     program = _program(command)
     tmp = Path(tempfile.mkdtemp(prefix="tierops-release-"))
     worktree = tmp / "worktree"
-    try:
-        git.run(repo, ["worktree", "add", "--quiet", "--detach", str(worktree), commit])
-        # A virtualenv of the caller (e.g. nox's `release` session) must not leak into
-        # the check's own sessions.
-        env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
-        # stdin closed: a check that waits for input must fail in CI, not hang it.
-        proc = subprocess.run(
-            [program, *command[1:]],
-            cwd=worktree,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            check=False,
-        )
-        return Verification(commit, tuple(command), proc.returncode, proc.stdout)
-    finally:
-        git.run(repo, ["worktree", "remove", "--force", str(worktree)], check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
-        git.run(repo, ["worktree", "prune"], check=False)
+    output, returncode = "", -1
+    with _SignalGuard() as guard:
+        try:
+            git.run(repo, ["worktree", "add", "--quiet", "--detach", str(worktree), commit])
+            if guard.received is None:
+                # A virtualenv of the caller (e.g. nox's `release` session) must not leak
+                # into the check's own sessions.
+                env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+                # stdin closed: a check that waits for input must fail in CI, not hang it.
+                # Its own session: a signal to this process must not orphan nox's sessions,
+                # and a terminal's Ctrl-C reaches the check only through the guard.
+                guard.proc = subprocess.Popen(
+                    [program, *command[1:]],
+                    cwd=worktree,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env=env,
+                    start_new_session=True,
+                )
+                guard.terminate()  # a signal that came while it started
+                output, returncode = _communicate(guard, guard.proc)
+        finally:
+            if guard.proc is not None and guard.proc.returncode is None:
+                # An error while it ran: never leave the check running on its own.
+                _signal_group(guard.proc, signal.SIGKILL)
+                guard.proc.wait()
+            elif guard.proc is not None and guard.received is not None:
+                # Members that outlived the leader (they ignored SIGTERM and closed stdout).
+                _signal_group(guard.proc, signal.SIGKILL)
+            _remove_worktree(repo, worktree, tmp)
+        if guard.received is not None:
+            name = signal.Signals(guard.received).name
+            left = f"could not remove its worktree {worktree}" if tmp.exists() else "removed its worktree"
+            raise Interrupted(
+                f"{name} during the check of {commit[:12]}: ended `{shlex.join(command)}` and its process "
+                f"group, {left}; {commit[:12]} and every newer commit stay untagged"
+            )
+    return Verification(commit, tuple(command), returncode, output)
+
+
+def _communicate(guard: _SignalGuard, proc: subprocess.Popen[str]) -> tuple[str, int]:
+    """The check's output and exit code; after a signal, SIGKILL to its group once the
+    grace period is over."""
+    while True:
+        try:
+            output, _ = proc.communicate(timeout=0.5)
+            return output, proc.returncode
+        except subprocess.TimeoutExpired:
+            if guard.overdue():
+                _signal_group(proc, signal.SIGKILL)
+
+
+def _remove_worktree(repo: Path, worktree: Path, tmp: Path) -> None:
+    git.run(repo, ["worktree", "remove", "--force", str(worktree)], check=False)
+    shutil.rmtree(tmp, ignore_errors=True)
+    git.run(repo, ["worktree", "prune"], check=False)
 
 
 # --------------------------------------------------------------------------- creating
@@ -300,6 +612,7 @@ class Created:
     pushed_to: str | None
     adopted: bool  # another run tagged this commit meanwhile; nothing was created
     lost: tuple[str, ...]  # names another run took first
+    skipped: tuple[IgnoredTag, ...] = ()  # names held by tags that are not releases
 
 
 def create(
@@ -308,25 +621,28 @@ def create(
     """Create (and with plan.push, push) the next release tag on `commit`.
 
     `message(name)` gives the tag message for a name: the name changes when a race is lost."""
-    later = set(plan.history[plan.history.index(commit) + 1 :])
+    # The first-parent chain up to `commit` is the same from every tip that contains it,
+    # so a release on any commit outside it is newer (or on a history that diverged).
+    earlier = set(plan.history[: plan.history.index(commit) + 1])
     lost: list[str] = []
+    skipped: dict[str, IgnoredTag] = {}
     for _ in range(attempts):
         # Read both sides again on every attempt: after a lost race, the other run may
         # have tagged this commit, another one, or a newer one.
         state = remote_state(repo, plan.remote, plan.branch) if plan.remote else None
-        tags = _merge_tags(local_tags(repo), state)
-        mine = sorted((name for name, tagged in tags.items() if tagged == commit), key=_number)
+        tags = view(repo, plan.branch, state)
+        mine = [name for name, tagged in tags.releases.items() if tagged == commit]
         if mine:
-            return Created(commit, mine[0], plan.remote, True, tuple(lost))
-        newer = sorted((name for name, tagged in tags.items() if tagged in later), key=_number)
+            return Created(commit, mine[0], plan.remote, True, tuple(lost), tuple(skipped.values()))
+        newer = sorted((name for name, tagged in tags.releases.items() if tagged not in earlier), key=_number)
         if newer:
             raise RefusedError(
                 f"{newer[0]} was made meanwhile on a newer commit than {commit[:12]}; "
                 f"{commit[:12]} stays untagged (release numbers follow first-parent order)"
             )
-        name = tag_name(max((_number(name) for name in tags), default=0) + 1)
-        if git.ref_exists(repo, f"refs/tags/{name}"):
-            raise RefusedError(f"tag {name} already exists in this clone", hint="tags are never overwritten")
+        # Names held by other v0.0.* tags are skipped, never reused: a tag is never moved.
+        name, passed = tags.next_name()
+        skipped.update((tag.name, tag) for tag in passed if tag.name not in lost)
         obj = make_tag_object(repo, commit, name, message(name))
         if plan.push and plan.remote:
             pushed = push_ref(repo, plan.remote, obj, name)
@@ -334,9 +650,10 @@ def create(
                 lost.append(name)
                 continue
             if pushed == "same":
-                return Created(commit, name, plan.remote, True, tuple(lost))
+                return Created(commit, name, plan.remote, True, tuple(lost), tuple(skipped.values()))
         create_ref(repo, name, obj, pushed_to=plan.remote if plan.push else None)
-        return Created(commit, name, plan.remote if plan.push else None, False, tuple(lost))
+        pushed_to = plan.remote if plan.push else None
+        return Created(commit, name, pushed_to, False, tuple(lost), tuple(skipped.values()))
     raise RefusedError(
         f"gave up on {commit[:12]} after {attempts} attempts: {plan.remote} took "
         f"{', '.join(lost)} first each time",

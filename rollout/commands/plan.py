@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rollout import git
+from rollout import git, release
 from rollout.changes import ChangeSet, FileChange
 from rollout.commands.diff import add_selection_arguments, load_changeset
 from rollout.normalize import load_documents
 from rollout.plan import NEW_TAG, OLD_TAG, Tags, build_plan
 from rollout.report_plan import RENDERERS
-from tierops.errors import InputError
+from tierops.errors import InputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 
 NAME = "plan"
@@ -34,8 +34,11 @@ and plain `docker compose` commands, each with its rollback and its verification
 
 Tags: the head is normally not tagged yet (the v0.0.N tag is created on the merge
 commit), so up steps name {NEW_TAG} unless --tag is given or the head commit already
-carries a v0.0.* tag; down and rollback steps name the tag deployed now, {OLD_TAG},
-unless --base-tag is given or the base commit carries a v0.0.* tag.
+carries a release tag; down and rollback steps name the tag deployed now, {OLD_TAG},
+unless --base-tag is given or the base commit carries a release tag. A release tag is
+an annotated v0.0.N with `rollout release tag`'s record, on main's first-parent
+history (docs/releasing.md); other v0.0.* tags (v0.0.9-rc, lightweight) are named in
+the notes and never used.
 """
 EPILOG = epilog("not used (plan exits 0 when it can plan, 2 when a file cannot be read)")
 
@@ -47,28 +50,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_tags(repo: Path, changeset: ChangeSet, tag: str | None, base_tag: str | None) -> Tags:
+    """The tags the payloads name: --tag/--base-tag, else the release tag of the head/base
+    commit, else a placeholder. Release tags are rollout/release.py's one definition:
+    a `v0.0.9-rc` or a lightweight tag on either commit never reaches a payload."""
+    found = release.read_tags(repo)
+    for option, value in (("--tag", tag), ("--base-tag", base_tag)):
+        if value is not None:
+            _require_release_name(found, option, value)
     notes: list[str] = []
-    new = tag or _tag_of(repo, changeset.head.commit)
+    new = tag or _tag_of(found, changeset.head.commit)
     if new is None:
         new = NEW_TAG
         notes.append(
             f"{NEW_TAG}: the v0.0.N tag of the merge commit; the head ({changeset.head.describe()}) "
-            "is not tagged yet. Substitute it, or pass --tag, once it exists and is old enough to deploy"
+            f"is not tagged yet{_ignored_at(found, changeset.head.commit)}. "
+            "Substitute it, or pass --tag, once it exists and is old enough to deploy"
         )
-    old = base_tag or _tag_of(repo, changeset.base.commit)
+    old = base_tag or _tag_of(found, changeset.base.commit)
     if old is None:
         old = OLD_TAG
         notes.append(
-            f"{OLD_TAG}: the tag deployed now; the base ({changeset.base.describe()}) carries no v0.0.* tag. "
-            "Substitute it, or pass --base-tag"
+            f"{OLD_TAG}: the tag deployed now; the base ({changeset.base.describe()}) carries no release tag"
+            f"{_ignored_at(found, changeset.base.commit)}. Substitute it, or pass --base-tag"
         )
     return Tags(new, old, tuple(notes))
 
 
-def _tag_of(repo: Path, commit: str | None) -> str | None:
-    """The newest release tag on `commit`, if it has one."""
-    found = git.tags_at(repo, commit) if commit else []
-    return found[-1] if found else None
+def _tag_of(found: release.TagSet, commit: str | None) -> str | None:
+    """The release tag of `commit`, if it has one."""
+    tag = found.at(commit) if commit else None
+    return tag.name if tag else None
+
+
+def _ignored_at(found: release.TagSet, commit: str | None) -> str:
+    ignored = found.ignored_at(commit) if commit else ()
+    return "".join(f" ({tag.name} ignored: {tag.reason})" for tag in ignored)
+
+
+def _require_release_name(found: release.TagSet, option: str, name: str) -> None:
+    """A tag given by hand must be able to be a release: `v0.0.N`, and not a tag that
+    exists here but is not a release (the head's tag may not exist yet)."""
+    if release.tag_number(name) is None:
+        raise UsageError(f"{option} {name}: not a release tag name (releases are exactly v0.0.N)")
+    for ignored in found.ignored:
+        if ignored.name == name:
+            raise UsageError(f"{option} {name}: not a release tag: {ignored.reason}")
 
 
 def head_documents(repo: Path, changeset: ChangeSet) -> dict[tuple[str, int | None], Mapping[str, Any]]:

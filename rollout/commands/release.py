@@ -38,18 +38,28 @@ EPILOG = epilog("the check failed at a commit to be tagged (release tag)")
 
 TAG_DESCRIPTION = f"""\
 Create the next annotated tag v0.0.N (numeric order) on each first-parent commit of
---branch that has no v0.0.* tag yet, oldest first, up to --commit: a missed run is
+--branch that has no release tag yet, oldest first, up to --commit: a missed run is
 backfilled. In a repository without release tags only --commit is tagged.
 
-Before each tag the check runs at that commit in a temporary worktree: the command is
---verify-command, else ${tags.VERIFY_ENV}, else `{tags.DEFAULT_VERIFY}` (CI's main job,
-from that commit's own noxfile). A failing commit is not tagged (exit 1) unless
---no-verify, which the tag message then records.
+A release tag is an annotated v0.0.N whose message carries this tool's record of the
+commit it points at, on the first-parent history of --branch. Any other v0.0.* tag
+(lightweight, no record, another commit's record, off that history, v0.0.9-rc) is
+ignored and named: it never counts for numbering or as "already tagged"; a name it
+holds is skipped.
 
-Refused with one line and exit 2, creating nothing: a dirty working tree, a commit not
-on the first-parent history of --branch, a commit not yet on the remote's --branch
-(with --remote), a tag name that already exists. A commit that already has a release
-tag is reported and exits 0. Tags are never moved, deleted or force-pushed.
+Before each tag the check runs at that commit in a temporary worktree, in a process
+group of its own (SIGTERM or SIGINT ends that group and removes the worktree): the
+command is --verify-command, else ${tags.VERIFY_ENV}, else `{release.DEFAULT_VERIFY}` (CI's
+main job, from that commit's own noxfile). Only `{release.DEFAULT_VERIFY}` is recorded as
+`verify: passed`; any other command is an override, recorded as
+`verify: {release.VERIFY_OVERRIDE}` with the command. A failing commit is not tagged
+(exit 1) unless --no-verify, which the tag message then records.
+
+Refused with one line and exit 2, creating nothing: a shallow clone, a dirty working
+tree, a commit not on the first-parent history of --branch, a commit not yet on the
+remote's --branch (with --remote), a remote that cannot be reached, a tag name on two
+commits. A commit that already has a release tag is reported and exits 0. Tags are
+never moved, deleted or force-pushed.
 
 --push (implies --remote origin) pushes each new tag as a single ref; when another run
 took the number first, the remote's tags are read again and the next number is tried
@@ -61,7 +71,9 @@ List the release tags at which the definition of FILE's services (all of them, o
 ones named) changed, newest first, with the commit date, the tag date and whether the
 tag is deployable yet: compose-manager refuses a tag whose commit is younger than
 MIN_TAG_AGE_HOURS (--min-tag-age-hours, else ${release.MIN_TAG_AGE_ENV}, else
-{release.DEFAULT_MIN_TAG_AGE_HOURS}). Reads the tags of this clone: `git fetch --tags` first.
+{release.DEFAULT_MIN_TAG_AGE_HOURS}). v0.0.* tags that are not release tags are listed as
+ignored, with the reason. Reads the tags of this clone: `git fetch --tags` first; a
+shallow clone is refused (`git fetch --unshallow --tags`).
 """
 
 ROLLBACK_DESCRIPTION = """\
@@ -112,7 +124,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--verify-command",
         metavar="CMD",
         help=f"the check to run in the worktree, split with shell rules, run without a shell "
-        f"(default ${tags.VERIFY_ENV}, else `{tags.DEFAULT_VERIFY}`)",
+        f"(default ${tags.VERIFY_ENV}, else `{release.DEFAULT_VERIFY}`); anything but "
+        f"`{release.DEFAULT_VERIFY}` is recorded as {release.VERIFY_OVERRIDE}",
     )
 
     history = sub.add_parser(
@@ -165,9 +178,16 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
     remote: str | None = args.remote or ("origin" if args.push else None)
     command = None if args.no_verify else tags.verify_command(args.verify_command, os.environ)
     plan = tags.plan(repo, args.commit, branch=args.branch, remote=remote, push=args.push)
+    for ignored in plan.ignored:
+        print(f"note: {ignored.name} on {(ignored.commit or '')[:12]} ignored: {ignored.reason}")
     if plan.already:
         print(f"{plan.target[:12]} is already tagged {', '.join(plan.already)}; nothing to do")
         return ExitCode.OK
+    if command is not None and command.override:
+        print(
+            f"verify: `{command.text}` from {command.source} replaces `{release.DEFAULT_VERIFY}`: "
+            f"tags record it as {release.VERIFY_OVERRIDE}, never as passed"
+        )
     if plan.after is None:
         print(
             f"no release tag on {plan.branch} yet: tagging only {plan.target[:12]}; older commits stay untagged"
@@ -181,7 +201,7 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
         if command is None:
             verified = release.VERIFY_SKIPPED
         else:
-            outcome = tags.verify(repo, commit, command)
+            outcome = tags.verify(repo, commit, command.tokens)
             if not outcome.ok:
                 # The check's own output goes to stderr: stdout stays one line per tag.
                 output = (
@@ -196,9 +216,13 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return ExitCode.FINDINGS
-            verified = f"passed: {outcome.command_text}"
+            verified = command.recorded()
         record = release.record_for_commit(repo, commit, verified)
         created = tags.create(repo, plan, commit, functools.partial(_message, record=record))
+        for skipped in created.skipped:
+            print(
+                f"{skipped.name} is held by a tag that is not a release ({skipped.reason}); skipped the name"
+            )
         if created.adopted:
             print(
                 f"{commit[:12]} was tagged {created.name} on {remote} by another run meanwhile; not tagged again"
@@ -207,7 +231,12 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
         for name in created.lost:
             print(f"{remote} got {name} first (another run, another commit); took the next number")
         pushed = f", pushed to {created.pushed_to}" if created.pushed_to else ""
-        how = f"check {record.verify}" if record.verified else "NOT verified: --no-verify"
+        # The override's command line is in the line above and in the record.
+        how = (
+            f"check {record.verify}"
+            if record.verified
+            else f"NOT verified: {record.verify.partition(':')[0]}"
+        )
         print(f"created {created.name} on {commit[:12]} ({how}){pushed}")
     return ExitCode.OK
 
@@ -221,6 +250,7 @@ def _message(name: str, *, record: release.Record) -> str:
 
 def _history(repo: Path, args: argparse.Namespace) -> int:
     gate = release.age_gate(args.min_tag_age_hours, os.environ)
+    release.refuse_shallow(repo)
     file = release.repo_path(repo, args.file)
     found = release.history(release.read_tags(repo), file, args.services)
     now = release.utcnow()
@@ -230,8 +260,8 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
     rows = [("tag", "commit", "committed", "tagged", "deployable", "definition", "")]
     for change in found.changes:
         tag = change.tag
-        assert tag.record is not None
-        note = change.note if tag.record.verified else f"{change.note}; tagged with --no-verify"
+        unverified = tag.record.unverified
+        note = f"{change.note}; {unverified}" if unverified else change.note
         tagged = release.format_time(tag.tag_time) if tag.tag_time else "-"
         rows.append(
             (
@@ -247,8 +277,8 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
-    for tag in found.ignored:
-        print(f"note: {tag.name} ignored: {tag.problem}")
+    for ignored in found.ignored:
+        print(f"note: {ignored.name} ignored: {ignored.reason}")
     return ExitCode.OK
 
 
@@ -260,8 +290,9 @@ def _rollback(repo: Path, args: argparse.Namespace) -> int:
 
     gate = release.age_gate(args.min_tag_age_hours, os.environ)
     file = release.repo_path(repo, args.file)
+    release.refuse_shallow(repo)
     all_tags = release.read_tags(repo)
-    release.require_tags(all_tags)  # "no tags" before "no compose binary"
+    all_tags.require()  # "no tags" before "no compose binary"
     plan = rollback.plan_rollback(
         repo,
         all_tags,
@@ -282,7 +313,6 @@ def _rollback(repo: Path, args: argparse.Namespace) -> int:
 
 def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_from: bool) -> list[str]:
     deployed, target = plan.deployed, plan.target
-    assert deployed.record is not None and target.record is not None
     source = (
         "--from"
         if explicit_from
@@ -305,8 +335,10 @@ def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_f
     for name in plan.unchanged:
         lines.append(f"  {name}: same definition at {target.name}; not touched")
     lines.append(f"  rendered {plan.file} at {target.name}: docker compose config ok ({plan.rendered_with})")
-    if not target.record.verified:
-        lines.append(f"  warning: {target.name} was tagged with --no-verify: its check never passed")
+    if target.record.unverified:
+        lines.append(f"  warning: {target.name} was {target.record.unverified}: its check never passed")
+    for ignored in plan.ignored:
+        lines.append(f"  note: {ignored.name} ignored: {ignored.reason}")
     lines += [
         "",
         "steps, in order: one service at a time; send each dry_run call first and read its plan",
@@ -323,13 +355,13 @@ def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_f
 
 def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, Any]:
     def tag_json(tag: release.ReleaseTag) -> dict[str, Any]:
-        assert tag.record is not None
         return {
             "tag": tag.name,
             "commit": tag.commit,
             "committed": release.format_time(tag.commit_time),
             "deployable_from": release.format_time(gate.deployable_from(tag)),
             "verified": tag.record.verified,
+            "verify": tag.record.verify,
             "digests": {name: tag.record.digests[plan.file].get(name) for name in plan.services},
         }
 
@@ -341,6 +373,7 @@ def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, 
         "deployed": tag_json(plan.deployed),
         "target": tag_json(plan.target),
         "passed_over": [tag.name for tag in plan.passed_over],
+        "ignored": [{"tag": tag.name, "reason": tag.reason} for tag in plan.ignored],
         "rendered_with": plan.rendered_with,
         "steps": [
             {

@@ -40,6 +40,15 @@ CHECK = shlex.join(
     ]
 )
 
+# What `tag` prints and records for CHECK: it is an override of `nox -s check`, so the
+# tag records it as that, never as `passed` (issue 11).
+OVERRIDE_LINE = (
+    f"verify: `{CHECK}` from $TIEROPS_RELEASE_VERIFY replaces `nox -s check`: "
+    "tags record it as skipped (override), never as passed\n"
+)
+OVERRIDDEN = f"skipped (override): `{CHECK}` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s check`"
+VIA_CHECK = "NOT verified: skipped (override)"
+
 # Variables a git hook sets for its own repository; a nested git in another clone
 # must not inherit them.
 _GIT_LOCAL_ENV = (
@@ -137,6 +146,19 @@ def tagged_commits(repo: Path) -> dict[str, str]:
         name, obj, *peeled = line.split(" ")
         result[name] = peeled[0] if peeled and peeled[0] else obj
     return result
+
+
+def tag_by_hand(repo: Path, name: str, commit: str, *, record_of: str | None = None) -> None:
+    """An annotated tag `name` on `commit` whose message is the tool's record of
+    `record_of` (default: `commit`): a release tag when the commit is on main's
+    first-parent history and the names fit, and a well-made impostor otherwise."""
+    from rollout import release
+
+    record = release.record_for_commit(repo, record_of or commit, release.VERIFY_SKIPPED)
+    message = repo / ".git" / f"tag-message-{name}"
+    message.write_text(release.format_message(name, record), encoding="utf-8")
+    git(repo, "tag", "-a", name, "-F", str(message), commit)
+    message.unlink()
 
 
 def make_world(tmp_path: Path) -> World:

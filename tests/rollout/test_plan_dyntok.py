@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from generators.cli import main as generate
+from rollout import release
 from tests.rollout.diffkit import LONG, R1, R2, ROOT, commit, git, new_repo, run_cli
 
 TARGETS = ROOT / "generators" / "glm53.targets.yaml"
@@ -134,7 +135,10 @@ def test_each_engine_is_verified_by_health_a_real_completion_and_its_variant(
 def test_tags_come_from_the_options_or_the_commits(
     dyntok_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    git(dyntok_repo, "tag", "-a", "v0.0.7", "-m", "v0.0.7", "HEAD~1")
+    # A release tag: annotated, with the record `rollout release tag` writes (issue 11).
+    base = git(dyntok_repo, "rev-parse", "HEAD~1")
+    record = release.record_for_commit(dyntok_repo, base, release.VERIFY_SKIPPED)
+    git(dyntok_repo, "tag", "-a", "v0.0.7", "-m", release.format_message("v0.0.7", record), base)
     plan = plan_json(dyntok_repo, monkeypatch, capsys)
     assert (plan["tags"]["new"], plan["tags"]["old"]) == ("<NEW_TAG>", "v0.0.7")
     assert plan["tags"]["notes"] == [

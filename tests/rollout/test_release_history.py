@@ -25,6 +25,7 @@ from tests.rollout.release_world import (
     make_world,
     set_flag,
     set_tag_time,
+    tag_by_hand,
 )
 from tierops.composebin import find_compose
 from tierops.yamlio import load_roundtrip
@@ -101,7 +102,7 @@ def test_history_of_r2_lists_its_three_changes_and_its_first_record_newest_first
 
     assert run(world, "history", LONG, R2) == 0
 
-    digests = {tag.name: tag.record.digests[LONG][R2] for tag in release.read_tags(world.a) if tag.record}
+    digests = {tag.name: tag.record.digests[LONG][R2] for tag in release.read_tags(world.a).releases}
     short = {name: commit[:12] for name, commit in commits.items()}
     assert capsys.readouterr().out == (
         f"{LONG} {R2}: 4 definitions in 6 release tags, newest first\n"
@@ -234,6 +235,116 @@ def test_tags_without_a_record_are_reported_not_used(
     ]
 
 
+def test_every_v0_0_tag_that_is_not_a_release_is_listed_with_the_reason_and_never_counted(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11: only an annotated v0.0.N with the record of its own first-parent commit
+    is a release tag; history names every other v0.0.* tag and why."""
+    tag_now(world, monkeypatch, T0)
+    base = git(world.a, "rev-parse", "HEAD")
+    tag_by_hand(world.a, "v0.0.1-rc", base)
+    tag_by_hand(world.a, "v0.0.07", base)
+    tag_by_hand(world.a, "v0.0.5", base)  # a second tag of a released commit
+    git(world.a, "switch", "-q", "-c", "feature")
+    side = world.commit(
+        world.a, "side", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "8"), push=False
+    )
+    tag_by_hand(world.a, "v0.0.50", side)  # a fine record, but of a commit main only merges
+    git(world.a, "switch", "-q", "main")
+    git(world.a, "merge", "-q", "--no-ff", "-m", "merge feature", "feature", when=T0 + days(2))
+    at(monkeypatch, T0 + days(10))
+    capsys.readouterr()
+
+    assert run(world, "history", LONG, R2) == 0
+
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{LONG} {R2}: 1 definitions in 1 release tags, newest first"
+    assert out[3].startswith("v0.0.1 ")
+    assert out[4:] == [
+        f"note: v0.0.5 ignored: its commit {base[:12]} is already released as v0.0.1",
+        f"note: v0.0.50 ignored: its commit {side[:12]} is not on the first-parent history of main",
+        "note: v0.0.07 ignored: not a release name: releases are exactly v0.0.N (no suffix such as -rc, "
+        "no leading zero)",
+        "note: v0.0.1-rc ignored: not a release name: releases are exactly v0.0.N (no suffix such as -rc, "
+        "no leading zero)",
+    ]
+
+
+def test_a_tag_object_copied_under_another_name_is_ignored(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tag_now(world, monkeypatch, T0)
+    head = world.commit(world.a, "two", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    tag_by_hand(world.a, "v0.0.2", head)
+    git(world.a, "update-ref", "refs/tags/v0.0.3", git(world.a, "rev-parse", "v0.0.2"))  # the same object
+    git(world.a, "tag", "-d", "v0.0.2")
+    at(monkeypatch, T0 + days(10))
+    capsys.readouterr()
+
+    assert run(world, "history", LONG, R2) == 0
+
+    assert (
+        capsys.readouterr().out.splitlines()[-1]
+        == "note: v0.0.3 ignored: its tag object is named v0.0.2, not v0.0.3"
+    )
+
+
+def test_a_lightweight_tag_on_head_no_longer_hides_heads_release_from_rollback(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11: a lightweight v0.0.3 on HEAD made `tag` answer "already tagged", and
+    `rollback` then took v0.0.2 for the newest release and rolled back the wrong change."""
+    tag_now(world, monkeypatch, T0)
+    world.commit(world.a, "r2 24", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    tag_now(world, monkeypatch, T0 + days(1))
+    head = world.commit(world.a, "r2 16", T0 + days(2), edit=set_flag(R2, "--max-running-requests", "16"))
+    git(world.a, "tag", "v0.0.3", head)
+    tag_now(world, monkeypatch, T0 + days(2))
+    at(monkeypatch, T0 + days(10))
+    capsys.readouterr()
+
+    assert run(world, "rollback", LONG, R2, "--format", "json") == 0
+
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["deployed"]["tag"], plan["deployed"]["commit"], plan["target"]["tag"]) == (
+        "v0.0.4",
+        head,
+        "v0.0.2",
+    )
+    assert plan["ignored"] == [{"tag": "v0.0.3", "reason": "a lightweight tag, no record"}]
+    assert run(world, "rollback", LONG, R2) == 0
+    assert "  note: v0.0.3 ignored: a lightweight tag, no record\n" in capsys.readouterr().out
+    assert run(world, "rollback", LONG, R2, "--from", "v0.0.3") == 2
+    assert capsys.readouterr().err == (
+        "v0.0.3 is not a release tag: a lightweight tag, no record; "
+        "name a release tag (`python -m rollout release history FILE` lists them)\n"
+    )
+
+
+def test_history_shows_a_check_override_and_rollback_warns_about_it(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tag_now(world, monkeypatch, T0)
+    world.commit(world.a, "r2 24", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    set_tag_time(monkeypatch, T0 + days(1))
+    monkeypatch.setenv("TIEROPS_RELEASE_VERIFY", "true")
+    assert main(["release", "tag", "--repo", str(world.a), "--push"]) == 0
+    at(monkeypatch, T0 + days(10))
+    capsys.readouterr()
+
+    assert run(world, "history", LONG, R2) == 0
+    history_out = capsys.readouterr().out.splitlines()
+    assert run(world, "rollback", LONG, R2, "--from", "v0.0.2", "--format", "json") == 0
+    deployed = json.loads(capsys.readouterr().out)["deployed"]
+
+    assert history_out[3].endswith("changed; tagged with the check skipped (override)")
+    assert history_out[4].endswith("first recorded; tagged with --no-verify")
+    assert (deployed["verified"], deployed["verify"]) == (
+        False,
+        "skipped (override): `true` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s check`",
+    )
+
+
 def test_history_without_any_release_tag_says_how_to_create_them(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -267,9 +378,9 @@ def test_an_unknown_service_or_file_is_a_usage_error_naming_what_exists(
 
 
 def expected_rollback(commits: dict[str, str], world: World) -> str:
-    tags = {tag.name: tag for tag in release.read_tags(world.a)}
-    before = tags["v0.0.6"].record.digests[LONG][R2]  # type: ignore[union-attr]
-    after = tags["v0.0.4"].record.digests[LONG][R2]  # type: ignore[union-attr]
+    tags = {tag.name: tag for tag in release.read_tags(world.a).releases}
+    before = tags["v0.0.6"].record.digests[LONG][R2]
+    after = tags["v0.0.4"].record.digests[LONG][R2]
     origin = find_compose().origin
 
     def call(action: str, tag: str, dry: bool) -> str:

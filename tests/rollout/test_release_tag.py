@@ -5,9 +5,12 @@ Real git throughout: a bare origin and two clones in tmp_path (release_world.py)
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,16 +20,20 @@ from rollout.cli import main
 from tests.rollout.release_world import (
     CHECK,
     LONG,
+    OVERRIDDEN,
+    OVERRIDE_LINE,
     R1,
     R2,
     ROOT,
     T0,
+    VIA_CHECK,
     World,
     days,
     git,
     isolate_git,
     make_world,
     set_flag,
+    tag_by_hand,
     tagged_commits,
 )
 from tierops.errors import RefusedError
@@ -71,8 +78,8 @@ def test_first_release_tags_only_the_requested_commit_and_pushes_it(
     assert tag(world.a, "--push") == 0
 
     assert capsys.readouterr().out == (
-        f"no release tag on main yet: tagging only {head[:12]}; older commits stay untagged\n"
-        f"created v0.0.1 on {head[:12]} (check passed: {CHECK}), pushed to origin\n"
+        OVERRIDE_LINE + f"no release tag on main yet: tagging only {head[:12]}; older commits stay untagged\n"
+        f"created v0.0.1 on {head[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
     assert tagged_commits(world.origin) == {"v0.0.1": head}
     assert world.local_tags(world.a) == world.remote_tags()
@@ -87,8 +94,8 @@ def test_the_tag_message_records_the_commit_the_check_and_every_service_digest(
     message = git(world.a, "cat-file", "-p", "v0.0.1").split("\n\n", 1)[1]
     record = release.parse_message(message)
 
-    assert record == release.record_for_commit(world.a, head, f"passed: {CHECK}")
-    assert record is not None and record.commit == head and record.verified
+    assert record == release.record_for_commit(world.a, head, OVERRIDDEN)
+    assert record is not None and record.commit == head and not record.verified
     assert sorted(record.digests) == ["prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml", LONG]
     assert len(record.digests[LONG]) == 8
     assert git(world.a, "cat-file", "-t", "v0.0.1") == "tag"  # annotated
@@ -105,10 +112,10 @@ def test_three_untagged_commits_are_backfilled_oldest_first(
     assert tag(world.a, "--push") == 0
 
     assert capsys.readouterr().out == (
-        "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
-        f"created v0.0.2 on {c2[:12]} (check passed: {CHECK}), pushed to origin\n"
-        f"created v0.0.3 on {c3[:12]} (check passed: {CHECK}), pushed to origin\n"
-        f"created v0.0.4 on {c4[:12]} (check passed: {CHECK}), pushed to origin\n"
+        OVERRIDE_LINE + "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
+        f"created v0.0.2 on {c2[:12]} ({VIA_CHECK}), pushed to origin\n"
+        f"created v0.0.3 on {c3[:12]} ({VIA_CHECK}), pushed to origin\n"
+        f"created v0.0.4 on {c4[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
     assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": c2, "v0.0.3": c3, "v0.0.4": c4}
 
@@ -133,7 +140,7 @@ def test_numbers_are_ordered_numerically_so_v0_0_9_is_followed_by_v0_0_10_and_v0
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = git(world.a, "rev-parse", "HEAD")
-    git(world.a, "tag", "v0.0.8", base)  # an old lightweight tag: numbered, never a record
+    tag_by_hand(world.a, "v0.0.8", base)  # an old release, made before this clone's time
     git(world.a, "push", "-q", "origin", "v0.0.8")
     c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
     assert tag(world.a, "--push") == 0
@@ -142,7 +149,7 @@ def test_numbers_are_ordered_numerically_so_v0_0_9_is_followed_by_v0_0_10_and_v0
     assert tag(world.a, "--push") == 0
 
     assert tagged_commits(world.origin) == {"v0.0.8": base, "v0.0.9": c1, "v0.0.10": c2, "v0.0.11": c3}
-    assert [t.name for t in release.read_tags(world.a)] == ["v0.0.8", "v0.0.9", "v0.0.10", "v0.0.11"]
+    assert [t.name for t in release.read_tags(world.a).releases] == ["v0.0.8", "v0.0.9", "v0.0.10", "v0.0.11"]
     assert "created v0.0.11" in capsys.readouterr().out
 
 
@@ -161,10 +168,10 @@ def test_without_a_remote_tags_are_made_locally_only(
 # --------------------------------------------------------------------------- refusals
 
 
-def refused(capsys: pytest.CaptureFixture[str], code: int) -> str:
+def refused(capsys: pytest.CaptureFixture[str], code: int, *, out: str = "") -> str:
     captured = capsys.readouterr()
     assert code == 2
-    assert captured.out == ""
+    assert captured.out == out
     assert len(captured.err.splitlines()) == 1, captured.err
     assert "Traceback" not in captured.err
     return captured.err.strip()
@@ -295,6 +302,29 @@ def test_an_older_commit_than_a_tagged_one_stays_untagged(
     assert_unchanged(world, before, world.a)
 
 
+def test_a_release_on_a_newer_commit_only_origin_main_has_keeps_the_older_commit_untagged(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The local main is behind origin's, whose newer commit is released: tagging the
+    local tip would give an older commit a larger number."""
+    first_release(world, capsys)
+    c1 = world.commit(world.a, "one", T0 + days(1), extra={"notes/1": "1\n"})
+    git(world.b, "pull", "-q", "--ff-only")
+    c2 = world.commit(world.b, "two", T0 + days(2), extra={"notes/2": "2\n"})
+    tag_by_hand(world.b, "v0.0.3", c2)
+    git(world.b, "push", "-q", "origin", "v0.0.3")
+    git(world.a, "fetch", "-q", "origin")  # origin/main and its tags; main stays at c1
+    before = world.remote_tags()
+
+    message = refused(capsys, tag(world.a))
+
+    assert message == (
+        f"{c1[:12]} is older than {c2[:12]}, which is already tagged v0.0.3; release numbers follow "
+        "first-parent order, so an older untagged commit stays untagged"
+    )
+    assert_unchanged(world, before, world.a)
+
+
 def test_an_existing_tag_name_is_never_overwritten_locally_or_on_the_remote(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -334,8 +364,8 @@ def test_a_failing_check_stops_the_backfill_at_that_commit_and_exits_1(
 
     captured = capsys.readouterr()
     assert captured.out == (
-        "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
-        f"created v0.0.2 on {good[:12]} (check passed: {CHECK}), pushed to origin\n"
+        OVERRIDE_LINE + "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
+        f"created v0.0.2 on {good[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
     assert captured.err == (
         "BROKEN is committed\n"
@@ -356,10 +386,10 @@ def test_no_verify_tags_a_failing_commit_and_the_tag_message_says_so(
 
     assert (
         capsys.readouterr().out
-        == f"created v0.0.2 on {bad[:12]} (NOT verified: --no-verify), pushed to origin\n"
+        == f"created v0.0.2 on {bad[:12]} (NOT verified: skipped (--no-verify)), pushed to origin\n"
     )
     assert "verify: skipped (--no-verify)" in git(world.a, "cat-file", "-p", "v0.0.2")
-    assert release.read_tags(world.a)[-1].record.verified is False  # type: ignore[union-attr]
+    assert release.read_tags(world.a).releases[-1].record.verified is False
 
 
 def test_the_check_runs_at_the_commit_being_tagged_not_in_the_working_tree(
@@ -380,6 +410,270 @@ def test_a_missing_verify_command_is_a_usage_error(world: World, capsys: pytest.
 
     assert message.startswith("verify command 'no-such-checker' not found on PATH")
     assert world.local_tags(world.a) == {}
+
+
+# --------------------------------------------------------------------------- what counts as a release tag
+
+
+NOT_A_RECORD = "no release record in its message (not made by `rollout release tag`)"
+
+
+def test_a_stray_record_on_a_merged_side_branch_never_raises_the_next_number(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11: a stray v0.0.50 on a side branch made the next tag v0.0.51."""
+    base = first_release(world, capsys)
+    git(world.a, "switch", "-q", "-c", "feature")
+    side = world.commit(world.a, "feature work", T0 + days(1), extra={"notes/f": "f\n"}, push=False)
+    tag_by_hand(world.a, "v0.0.50", side)  # a well-made record, of a commit main only merged
+    git(world.a, "push", "-q", "origin", "v0.0.50")
+    git(world.a, "switch", "-q", "main")
+    git(world.a, "merge", "-q", "--no-ff", "-m", "merge feature", "feature", when=T0 + days(2))
+    git(world.a, "push", "-q", "origin", "main")
+    merge = git(world.a, "rev-parse", "HEAD")
+
+    assert tag(world.a, "--push") == 0
+
+    assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": merge, "v0.0.50": side}
+    assert (
+        capsys.readouterr().out
+        == OVERRIDE_LINE + f"created v0.0.2 on {merge[:12]} ({VIA_CHECK}), pushed to origin\n"
+    )
+
+
+def _lightweight(world: World, commit: str) -> str:
+    git(world.a, "tag", "v0.0.2", commit)
+    return "a lightweight tag, no record"
+
+
+def _no_record(world: World, commit: str) -> str:
+    git(world.a, "tag", "-a", "v0.0.2", "-m", "release 2 (by hand)", commit)
+    return NOT_A_RECORD
+
+
+def _record_of_another_commit(world: World, commit: str) -> str:
+    base = git(world.a, "rev-parse", "HEAD~1")
+    tag_by_hand(world.a, "v0.0.2", commit, record_of=base)
+    return f"its record names commit {base[:12]}, but it points at {commit[:12]}"
+
+
+@pytest.mark.parametrize("make", [_lightweight, _no_record, _record_of_another_commit])
+@pytest.mark.parametrize("where", ["here and on origin", "on origin only"])
+def test_a_v0_0_n_tag_that_is_not_a_release_never_makes_head_already_tagged(
+    world: World, capsys: pytest.CaptureFixture[str], make: Callable[[World, str], str], where: str
+) -> None:
+    """Issue 11: a lightweight v0.0.10 on HEAD made `tag` answer "already tagged"."""
+    base = first_release(world, capsys)
+    head = world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
+    reason = make(world, head)
+    git(world.a, "push", "-q", "origin", "v0.0.2")
+    if where == "on origin only":
+        git(world.a, "tag", "-d", "v0.0.2")
+        reason += " (on origin)"
+    stray = world.remote_tags()["v0.0.2"]
+
+    assert tag(world.a, "--push") == 0
+
+    assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": head, "v0.0.3": head}
+    assert world.remote_tags()["v0.0.2"] == stray  # never moved
+    assert capsys.readouterr().out == (
+        f"note: v0.0.2 on {head[:12]} ignored: {reason}\n"
+        + OVERRIDE_LINE
+        + f"v0.0.2 is held by a tag that is not a release ({reason}); skipped the name\n"
+        f"created v0.0.3 on {head[:12]} ({VIA_CHECK}), pushed to origin\n"
+    )
+    assert [t.name for t in release.read_tags(world.a).releases] == ["v0.0.1", "v0.0.3"]
+
+
+def test_an_rc_tag_on_head_is_named_as_ignored_and_head_gets_its_release(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = first_release(world, capsys)
+    head = world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
+    tag_by_hand(world.a, "v0.0.2-rc", head)  # the record is fine; the name is not a release's
+    git(world.a, "push", "-q", "origin", "v0.0.2-rc")
+
+    assert tag(world.a, "--push") == 0
+
+    assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2-rc": head, "v0.0.2": head}
+    assert capsys.readouterr().out == (
+        f"note: v0.0.2-rc on {head[:12]} ignored: not a release name: releases are exactly v0.0.N "
+        "(no suffix such as -rc, no leading zero)\n"
+        + OVERRIDE_LINE
+        + f"created v0.0.2 on {head[:12]} ({VIA_CHECK}), pushed to origin\n"
+    )
+
+
+def test_a_shallow_clone_is_refused_with_the_fix_and_tags_everything_once_unshallowed(
+    world: World, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 11: in a shallow clone `tag` said there was no release tag yet, tagged the
+    tip, and left the commits in between untaggable forever."""
+    first_release(world, capsys)
+    commits = [
+        world.commit(world.a, f"change {n}", T0 + days(n), extra={f"notes/{n}": f"{n}\n"}) for n in (1, 2, 3)
+    ]
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{world.origin}", str(shallow))
+    before = world.remote_tags()
+
+    message = refused(capsys, tag(shallow, "--push"))
+
+    assert message == (
+        f"{shallow}: this clone is shallow: release tags need main's whole first-parent history and every tag; "
+        "fetch the rest first: `git fetch --unshallow --tags`, then rerun"
+    )
+    assert_unchanged(world, before, shallow)
+    for action in (["history", LONG], ["rollback", LONG, R2]):
+        assert refused(capsys, main(["release", *action, "--repo", str(shallow)])) == message
+
+    git(shallow, "fetch", "-q", "--unshallow", "--tags")
+    assert tag(shallow, "--push") == 0
+    assert [tagged_commits(world.origin)[f"v0.0.{n}"] for n in (2, 3, 4)] == commits
+
+
+@pytest.mark.parametrize("how", ["moved away", "nothing listens"])
+def test_a_remote_that_cannot_be_reached_is_one_true_line(
+    world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Issue 11: an unreachable remote printed the cut-off end of git's message."""
+    first_release(world, capsys)
+    world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
+    if how == "moved away":
+        url = str(world.origin)
+        world.origin.rename(world.origin.with_name("elsewhere.git"))
+        reason = f"'{url}' does not appear to be a git repository"
+    else:
+        for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        url = "http://127.0.0.1:1/origin.git"  # port 1 on loopback: refused at once, no network
+        git(world.a, "remote", "set-url", "origin", url)
+        reason = f"unable to access '{url}/': Failed to connect to 127.0.0.1 port 1"
+    before = world.local_tags(world.a)
+
+    for args in (["--remote", "origin"], ["--push"]):
+        message = refused(capsys, tag(world.a, *args))
+
+        assert message.startswith(f"cannot reach remote 'origin' ({url}): {reason}")
+        assert message.endswith("; check its URL (`git remote get-url origin`) and the network, then rerun")
+        assert world.local_tags(world.a) == before
+
+
+@pytest.mark.parametrize("action", [["tag"], ["history", LONG], ["rollback", LONG, R2]])
+def test_a_repo_path_that_is_no_repository_is_one_true_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], action: list[str]
+) -> None:
+    """Issue 11: `--repo /nonexistent` said git was not installed."""
+    plain, afile = tmp_path / "plain", tmp_path / "a-file"
+    plain.mkdir()
+    afile.write_text("x\n", encoding="utf-8")
+    hint = "; pass a path inside a clone of this repository"
+
+    for path, message in (
+        (tmp_path / "nonexistent", f"{tmp_path / 'nonexistent'}: no such directory{hint}"),
+        (afile, f"{afile}: is not a directory{hint}"),
+        (plain, f"{plain}: not inside a git repository"),
+    ):
+        assert refused(capsys, main(["release", *action, "--repo", str(path)])) == message
+
+
+# --------------------------------------------------------------------------- what a record may call passed
+
+
+def _record(repo: Path, name: str) -> release.Record:
+    record = release.parse_message(git(repo, "cat-file", "-p", name).split("\n\n", 1)[1])
+    assert record is not None
+    return record
+
+
+@pytest.mark.parametrize(
+    ("env", "option", "source"),
+    [
+        ("true", None, "$TIEROPS_RELEASE_VERIFY"),
+        (None, "sh -c 'exit 0'", "--verify-command"),
+        (f"{sys.executable} -c pass", None, "$TIEROPS_RELEASE_VERIFY"),
+    ],
+)
+def test_no_substituted_check_is_ever_recorded_as_passed(
+    world: World,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    env: str | None,
+    option: str | None,
+    source: str,
+) -> None:
+    """Issue 11: TIEROPS_RELEASE_VERIFY=true recorded `verify: passed` though no check ran."""
+    if env is None:
+        monkeypatch.delenv("TIEROPS_RELEASE_VERIFY")
+    else:
+        monkeypatch.setenv("TIEROPS_RELEASE_VERIFY", env)
+    command = shlex.join(shlex.split(env or option or ""))
+    head = git(world.a, "rev-parse", "HEAD")
+
+    assert tag(world.a, *(["--verify-command", option] if option else [])) == 0
+
+    record = _record(world.a, "v0.0.1")
+    assert (
+        record.verify == f"skipped (override): `{command}` from {source} exited 0 instead of `nox -s check`"
+    )
+    assert not record.verified
+    assert capsys.readouterr().out == (
+        f"verify: `{command}` from {source} replaces `nox -s check`: tags record it as skipped (override), "
+        "never as passed\n"
+        f"no release tag on main yet: tagging only {head[:12]}; older commits stay untagged\n"
+        f"created v0.0.1 on {head[:12]} (NOT verified: skipped (override))\n"
+    )
+    assert main(["release", "history", LONG, R2, "--repo", str(world.a)]) == 0
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[3]
+        .endswith("first recorded; tagged with the check skipped (override)")
+    )
+
+
+def _stub_nox(directory: Path) -> Path:
+    """A `nox` for the test's PATH (the real one takes minutes): it runs the cheap check,
+    and only for `-s check`."""
+    directory.mkdir()
+    stub = directory / "nox"
+    stub.write_text(
+        f"#!{sys.executable}\n"
+        "import pathlib, sys\n"
+        "assert sys.argv[1:] == ['-s', 'check'], sys.argv\n"
+        "sys.exit(int(pathlib.Path('BROKEN').exists()))\n",
+        encoding="utf-8",
+    )
+    stub.chmod(0o755)
+    return directory
+
+
+@pytest.mark.parametrize("env", [None, ""])
+def test_only_the_projects_own_check_is_recorded_as_passed(
+    world: World,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    env: str | None,
+) -> None:
+    if env is None:
+        monkeypatch.delenv("TIEROPS_RELEASE_VERIFY")
+    else:
+        monkeypatch.setenv("TIEROPS_RELEASE_VERIFY", env)  # empty: the same as unset
+    monkeypatch.setenv("PATH", f"{_stub_nox(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}")
+    head = git(world.a, "rev-parse", "HEAD")
+
+    assert tag(world.a) == 0
+
+    assert _record(world.a, "v0.0.1").verify == "passed: nox -s check"
+    assert capsys.readouterr().out.endswith(f"created v0.0.1 on {head[:12]} (check passed: nox -s check)\n")
+
+
+def test_a_record_that_calls_another_command_passed_is_not_taken_at_its_word() -> None:
+    """Records an older version wrote after `TIEROPS_RELEASE_VERIFY=true` say `passed: true`."""
+    old = release.Record("a" * 40, "passed: true", {})
+
+    assert not old.verified
+    assert old.unverified == "tagged with verify: passed: true"
 
 
 # --------------------------------------------------------------------------- races
@@ -416,7 +710,7 @@ def test_a_run_that_loses_the_race_for_its_own_commit_does_not_tag_it_again(
     assert tag(world.a, "--push") == 0
 
     assert capsys.readouterr().out == (
-        f"{c1[:12]} was tagged v0.0.2 on origin by another run meanwhile; not tagged again\n"
+        OVERRIDE_LINE + f"{c1[:12]} was tagged v0.0.2 on origin by another run meanwhile; not tagged again\n"
     )
     assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": c1, "v0.0.3": c2}
     assert (world.a / ".git" / "b.log").read_text(encoding="utf-8").count("created") == 2
@@ -447,8 +741,8 @@ def test_a_run_that_loses_its_number_to_another_commit_takes_the_next_one(
     assert tag(world.a, "--push") == 0
 
     assert capsys.readouterr().out == (
-        "origin got v0.0.2 first (another run, another commit); took the next number\n"
-        f"created v0.0.3 on {c1[:12]} (check passed: {CHECK}), pushed to origin\n"
+        OVERRIDE_LINE + "origin got v0.0.2 first (another run, another commit); took the next number\n"
+        f"created v0.0.3 on {c1[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
     assert tagged_commits(world.origin) == {"v0.0.1": base, "v0.0.2": side, "v0.0.3": c1}
     assert world.local_tags(world.b)["v0.0.2"] == world.remote_tags()["v0.0.2"]
@@ -471,7 +765,7 @@ def test_losing_every_race_gives_up_after_a_bounded_number_of_attempts(
     )
     before_local = world.local_tags(world.a)
 
-    message = refused(capsys, tag(world.a, "--push"))
+    message = refused(capsys, tag(world.a, "--push"), out=OVERRIDE_LINE)
 
     assert message == (
         f"gave up on {c1[:12]} after {tags.MAX_ATTEMPTS} attempts: origin took v0.0.2, v0.0.3, v0.0.4, "
@@ -538,4 +832,4 @@ def test_python_m_rollout_release_tag_runs_as_a_module(world: World) -> None:
 
     assert proc.returncode == 0, proc.stderr
     head = git(world.a, "rev-parse", "HEAD")
-    assert proc.stdout.endswith(f"created v0.0.1 on {head[:12]} (check passed: {CHECK})\n")
+    assert proc.stdout.endswith(f"created v0.0.1 on {head[:12]} ({VIA_CHECK})\n")
