@@ -63,7 +63,7 @@ from rollout.release import (
     version_order,
 )
 from tierops.errors import RefusedError, TieropsError, UsageError
-from tierops.exitcodes import ExitCode
+from tierops.exitcodes import ExitCode, interrupted
 
 VERIFY_ENV = "TIEROPS_RELEASE_VERIFY"
 MAX_ATTEMPTS = 5
@@ -485,9 +485,8 @@ def _program(command: Sequence[str]) -> str:
 class Interrupted(TieropsError):
     """SIGTERM or SIGINT arrived during the check; the check is ended and cleaned up."""
 
-    # The table has no "interrupted" row; an interrupt is exit 3, as tierops.cli.guarded
-    # does for Ctrl-C everywhere else.
-    exit_code = ExitCode.INTERNAL
+    # 128 + the signal's number (130 SIGINT, 143 SIGTERM), as the exit-code table says.
+    exit_code = ExitCode.SIGTERM
 
 
 class _SignalGuard:
@@ -577,10 +576,12 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
         if guard.received is not None:
             name = signal.Signals(guard.received).name
             left = f"could not remove its worktree {worktree}" if tmp.exists() else "removed its worktree"
-            raise Interrupted(
+            error = Interrupted(
                 f"{name} during the check of {commit[:12]}: ended `{shlex.join(command)}` and its process "
                 f"group, {left}; {commit[:12]} and every newer commit stay untagged"
             )
+            error.exit_code = ExitCode(interrupted(guard.received))
+            raise error
     return Verification(commit, tuple(command), returncode, output)
 
 

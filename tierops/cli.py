@@ -36,7 +36,7 @@ def guarded(work: Callable[[], int], *, tool: str, stderr: TextIO | None = None)
         return int(error.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=err)
-        return ExitCode.INTERNAL
+        return ExitCode.SIGINT
     except Exception as exc:  # a bug: one line, the traceback only on request
         print(
             f"internal error: {type(exc).__name__}: {exc} "

@@ -13,6 +13,14 @@ class ExitCode(IntEnum):
     FINDINGS = 1  # stale/missing/orphaned files, validator findings, changes with --exit-code
     USAGE = 2  # usage error, unreadable input, refused generation
     INTERNAL = 3  # a bug in tierops: please report it with the output
+    # Interrupted by a signal: 128 + its number, the shell's convention (CI cancels with SIGTERM).
+    SIGINT = 130
+    SIGTERM = 143
+
+
+def interrupted(signum: int) -> int:
+    """The exit code of a run a signal ended: 128 + the signal's number."""
+    return 128 + signum
 
 
 def epilog(findings: str) -> str:
@@ -23,4 +31,5 @@ def epilog(findings: str) -> str:
         f"  1  {findings}\n"
         "  2  usage error, unreadable input, or refused generation\n"
         "  3  internal error (a bug in tierops; report it with the output)\n"
+        "  130/143  interrupted by SIGINT/SIGTERM (128 + the signal's number)\n"
     )
