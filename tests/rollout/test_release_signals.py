@@ -141,7 +141,10 @@ def test_a_signal_during_the_check_ends_its_process_group_and_removes_the_worktr
     assert not Path(worktree).exists()
     assert len(git(world.a, "worktree", "list").splitlines()) == 1
     assert git(world.a, "tag", "-l") == ""
-    assert (proc.returncode, out) == (128 + sig, f"verify: `{command}` {OVERRIDE_TAIL.format(head=head[:12])}")
+    assert (proc.returncode, out) == (
+        128 + sig,
+        f"verify: `{command}` {OVERRIDE_TAIL.format(head=head[:12])}",
+    )
     assert err == (
         f"{sig.name} during the check of {head[:12]}: ended `{command}` and its process group, "
         f"removed its worktree; {head[:12]} and every newer commit stay untagged\n"
