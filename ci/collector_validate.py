@@ -78,7 +78,9 @@ def extract(rendered: Mapping[str, Any], where: str) -> Extracted:
     """The collector config of one rendered file and the service that mounts it."""
     content = (rendered.get("configs") or {}).get(CONFIG_NAME, {}).get("content")
     if not isinstance(content, str):
-        raise InputError(f"no top-level `configs.{CONFIG_NAME}.content` (inline collector config)", where=where)
+        raise InputError(
+            f"no top-level `configs.{CONFIG_NAME}.content` (inline collector config)", where=where
+        )
     mounts = [
         (name, service, mount)
         for name, service in (rendered.get("services") or {}).items()
@@ -90,7 +92,9 @@ def extract(rendered: Mapping[str, Any], where: str) -> Extracted:
     name, service, mount = mounts[0]
     image = service.get("image")
     if not isinstance(image, str) or not PINNED_IMAGE.match(image):
-        raise InputError(f"service {name}: image {image!r} is not pinned by digest (@sha256:...)", where=where)
+        raise InputError(
+            f"service {name}: image {image!r} is not pinned by digest (@sha256:...)", where=where
+        )
     target = mount.get("target") or f"/{CONFIG_NAME}"
     environment = {
         key: unescape(value) for key, value in (service.get("environment") or {}).items() if value is not None
@@ -122,7 +126,9 @@ def docker_problem(docker: str) -> str | None:
         return f"`{docker} info` did not answer: {error}"
     if probe.returncode != 0 or not probe.stdout.strip():
         lines = [line for line in probe.stderr.splitlines() if line.strip()]
-        return f"`{docker} info` found no daemon ({lines[-1].strip() if lines else f'exit {probe.returncode}'})"
+        return (
+            f"`{docker} info` found no daemon ({lines[-1].strip() if lines else f'exit {probe.returncode}'})"
+        )
     return None
 
 
@@ -150,7 +156,9 @@ def run_validate(docker: str, file: str, extracted: Extracted) -> Result:
                 timeout=VALIDATE_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
-            return Result(file, "failed", f"validate did not finish within {VALIDATE_TIMEOUT_S:.0f} s", extracted.image)
+            return Result(
+                file, "failed", f"validate did not finish within {VALIDATE_TIMEOUT_S:.0f} s", extracted.image
+            )
     if proc.returncode == 0:
         return Result(file, "passed", "the collector's validate accepted the config", extracted.image)
     lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
@@ -195,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m ci.collector_validate",
         description=__doc__,
-        epilog=epilog("a collector config failed validate, could not be extracted, or (--require-docker) was not run"),
+        epilog=epilog(
+            "a collector config failed validate, could not be extracted, or (--require-docker) was not run"
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="*", type=Path, help="prod files (default: prod/*.yaml)")

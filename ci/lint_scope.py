@@ -37,9 +37,7 @@ class Scope(NamedTuple):
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, check=False, timeout=30
-    )
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False, timeout=30)
 
 
 def _truthy(value: str | None) -> bool:
