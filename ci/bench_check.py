@@ -98,7 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     labels = list(columns[0][1])
     width = max(len(label) for label in labels)
     print()
-    print(f"warm check, best of {args.repeat}, seconds (stage rows: `nox -R -s STAGE`, nox start-up included)")
+    print(
+        f"warm check, best of {args.repeat}, seconds (stage rows: `nox -R -s STAGE`, nox start-up included)"
+    )
     print(f"{'':<{width}}  " + "  ".join(f"{name:>24}" for name, _ in columns))
     for label in labels:
         print(f"{label:<{width}}  " + "  ".join(f"{rows[label]:>24.2f}" for _, rows in columns))

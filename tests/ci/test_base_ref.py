@@ -55,7 +55,10 @@ def test_a_first_push_or_a_vanished_before_falls_back_to_the_first_parent(
 def test_a_root_commit_has_no_base(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q", "-b", "main")
     commit(tmp_path, "a")
-    assert base_for(tmp_path, "push", ZERO) == ("", "push: the branch's first push (no commit before it), and HEAD is a root commit; the default base")
+    assert base_for(tmp_path, "push", ZERO) == (
+        "",
+        "push: the branch's first push (no commit before it), and HEAD is a root commit; the default base",
+    )
 
 
 def test_pull_requests_keep_the_tools_default(three: tuple[Path, list[str]]) -> None:
@@ -64,7 +67,10 @@ def test_pull_requests_keep_the_tools_default(three: tuple[Path, list[str]]) -> 
 
 
 def test_main_appends_to_github_output_and_prints_a_notice(
-    three: tuple[Path, list[str]], tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    three: tuple[Path, list[str]],
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     repo, (first, _, _) = three
     output = tmp_path_factory.mktemp("gh") / "output"
@@ -72,4 +78,7 @@ def test_main_appends_to_github_output_and_prints_a_notice(
     monkeypatch.chdir(repo)
     assert main([], {"EVENT_NAME": "push", "BEFORE": first, "GITHUB_OUTPUT": str(output)}) == 0
     assert output.read_text(encoding="utf-8") == f"earlier=1\nref={first}\n"
-    assert capsys.readouterr().out == f"::notice title=diff base::push: the commit before the push ({first[:12]})\n"
+    assert (
+        capsys.readouterr().out
+        == f"::notice title=diff base::push: the commit before the push ({first[:12]})\n"
+    )

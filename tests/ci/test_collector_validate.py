@@ -59,7 +59,9 @@ def test_unescape_undoes_composes_dollar_doubling() -> None:
     assert unescape("$${env:A} costs $$$$5") == "${env:A} costs $$5"
 
 
-def test_an_unpinned_image_or_a_missing_config_fails_extraction(rendered: dict[Path, dict[str, object]]) -> None:
+def test_an_unpinned_image_or_a_missing_config_fails_extraction(
+    rendered: dict[Path, dict[str, object]],
+) -> None:
     from tierops.errors import InputError
 
     document = json.loads(json.dumps(rendered[PROD[0]]))
@@ -67,11 +69,13 @@ def test_an_unpinned_image_or_a_missing_config_fails_extraction(rendered: dict[P
     with pytest.raises(InputError, match="not pinned by digest"):
         extract(document, "x.yaml")
     del document["configs"]["otelcol_app_config"]
-    with pytest.raises(InputError, match="no top-level `configs.otelcol_app_config.content`"):
+    with pytest.raises(InputError, match=r"no top-level `configs\.otelcol_app_config\.content`"):
         extract(document, "x.yaml")
 
 
-def test_docker_runs_the_image_s_own_validate_without_network(rendered: dict[Path, dict[str, object]]) -> None:
+def test_docker_runs_the_image_s_own_validate_without_network(
+    rendered: dict[Path, dict[str, object]],
+) -> None:
     extracted = extract(rendered[PROD[0]], "x")
     argv = docker_argv("docker", extracted, Path("/tmp/c/config.yaml"))
     assert argv[:5] == ["docker", "run", "--rm", "--network", "none"]
@@ -117,7 +121,9 @@ def test_without_docker_every_file_is_not_run_never_passed(
     assert (data["format"], data["check"], data["docker"]) == (1, "collector-validate", False)
     assert [entry["result"] for entry in data["files"]] == ["not-run"] * len(PROD)
     assert [entry["file"] for entry in data["files"]] == [f"prod/{path.name}" for path in PROD]
-    assert all(entry["image"] == _image_in_file(path) for entry, path in zip(data["files"], PROD, strict=True))
+    assert all(
+        entry["image"] == _image_in_file(path) for entry, path in zip(data["files"], PROD, strict=True)
+    )
 
 
 def test_without_docker_under_github_actions_it_is_a_notice_or_with_require_docker_an_error(
@@ -126,12 +132,19 @@ def test_without_docker_under_github_actions_it_is_a_notice_or_with_require_dock
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     missing = str(tmp_path / "no-docker-here")
     assert main(["--docker", missing, "--json", str(tmp_path / "r.json"), str(PROD[0])]) == 0
-    assert f"::notice title=collector validate::{NOT_RUN}: `{missing}` is not installed" in capsys.readouterr().out
-    assert main(["--require-docker", "--docker", missing, "--json", str(tmp_path / "r.json"), str(PROD[0])]) == 1
+    assert (
+        f"::notice title=collector validate::{NOT_RUN}: `{missing}` is not installed"
+        in capsys.readouterr().out
+    )
+    assert (
+        main(["--require-docker", "--docker", missing, "--json", str(tmp_path / "r.json"), str(PROD[0])]) == 1
+    )
     assert f"::error title=collector validate::{NOT_RUN}" in capsys.readouterr().out
 
 
-def test_with_docker_the_collector_s_verdict_is_the_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_with_docker_the_collector_s_verdict_is_the_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     record = tmp_path / "r.json"
     (tmp_path / "good").mkdir()
     good = _fake_docker(tmp_path / "good", daemon=True)

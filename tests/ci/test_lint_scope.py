@@ -38,7 +38,9 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_duplicated_hooks_are_always_skipped_and_meta_hooks_when_nothing_they_judge_changed(repo: Path) -> None:
+def test_duplicated_hooks_are_always_skipped_and_meta_hooks_when_nothing_they_judge_changed(
+    repo: Path,
+) -> None:
     result = scope(repo, {})
     assert result.skip == (*DUPLICATED, *META)
     assert result.reasons[-1] == (
@@ -51,7 +53,9 @@ def test_a_config_change_runs_the_meta_hooks(repo: Path) -> None:
     (repo / ".pre-commit-config.yaml").write_text("repos: [] # edited\n", encoding="utf-8")
     result = scope(repo, {})
     assert result.skip == tuple(DUPLICATED)
-    assert result.reasons[-1].startswith("runs check-hooks-apply, check-useless-excludes: .pre-commit-config.yaml differs")
+    assert result.reasons[-1].startswith(
+        "runs check-hooks-apply, check-useless-excludes: .pre-commit-config.yaml differs"
+    )
 
 
 @pytest.mark.parametrize("change", ["add", "delete"])

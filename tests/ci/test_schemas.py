@@ -20,7 +20,9 @@ def test_files_are_routed_to_the_schema_their_path_selects() -> None:
     assert unclaimed == ["README.md", "prod/sub/x.yaml"]
 
 
-def test_the_repository_s_files_pass(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_repository_s_files_pass(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(ROOT)
     assert main([*PROD, *WORKFLOWS]) == 0
     out = capsys.readouterr().out

@@ -223,7 +223,11 @@ def test_annotations_and_the_summary_each_come_from_one_place() -> None:
 def test_release_runs_after_a_successful_check_of_a_push_to_main_or_by_hand() -> None:
     release = _load(RELEASE)
     assert release["on"] == {
-        "workflow_run": {"workflows": [_load(WORKFLOW)["name"]], "types": ["completed"], "branches": ["main"]},
+        "workflow_run": {
+            "workflows": [_load(WORKFLOW)["name"]],
+            "types": ["completed"],
+            "branches": ["main"],
+        },
         "workflow_dispatch": None,
     }
     condition = " ".join(release["jobs"]["tag"]["if"].split())
@@ -251,7 +255,9 @@ def test_the_write_token_is_only_in_the_step_that_pushes_tags() -> None:
     assert release["jobs"]["tag"]["permissions"] == {"contents": "write"}
     steps = release["jobs"]["tag"]["steps"]
     holders = [step for step in steps if "github.token" in str(step) or "secrets." in str(step)]
-    assert [step["name"] for step in holders] == ["Tag and push (each commit verified again in its own worktree)"]
+    assert [step["name"] for step in holders] == [
+        "Tag and push (each commit verified again in its own worktree)"
+    ]
     (pusher,) = holders
     assert pusher is steps[-1]
     assert pusher["run"] == "nox -R -s release -- tag --remote origin --push"
@@ -272,7 +278,17 @@ def _zizmor(*args: str) -> list[dict[str, Any]]:
     binary = shutil.which("zizmor", path=str(Path(sys.executable).parent)) or shutil.which("zizmor")
     assert binary, "zizmor is in the hooks group, so in the test environment"
     proc = subprocess.run(
-        [binary, "--offline", "--persona", "pedantic", "--no-progress", "--format", "json", *args, str(WORKFLOWS)],
+        [
+            binary,
+            "--offline",
+            "--persona",
+            "pedantic",
+            "--no-progress",
+            "--format",
+            "json",
+            *args,
+            str(WORKFLOWS),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -288,7 +304,9 @@ def test_zizmor_pedantic_finds_nothing() -> None:
 
 def test_the_one_ignored_zizmor_finding_is_release_s_workflow_run_trigger() -> None:
     findings = _zizmor("--no-ignores")
-    located = [(f["ident"], Path(f["locations"][0]["symbolic"]["key"]["Local"]["verbatim_path"])) for f in findings]
+    located = [
+        (f["ident"], Path(f["locations"][0]["symbolic"]["key"]["Local"]["verbatim_path"])) for f in findings
+    ]
     assert located == [("dangerous-triggers", RELEASE)]
     assert RELEASE.read_text(encoding="utf-8").count("zizmor: ignore[") == 1
 
