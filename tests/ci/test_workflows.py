@@ -22,7 +22,10 @@ from check_jsonschema.builtin_schemas import get_builtin_schema
 from pre_commit.clientlib import InvalidConfigError, load_config
 from ruamel.yaml import YAML
 
+from ci.file_checks import CHECKS, token_findings
 from validators.interpolation import token_regex
+
+CHECK_NAMES = tuple(check.name for check in CHECKS)
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -370,23 +373,26 @@ def test_the_hooks_the_issue_asks_for_are_there() -> None:
     hooks = _hooks()
     assert hooks["generated"]["entry"] == "python -m generators --check"
     assert hooks["generated"]["files"] == "^(generators|prod)/"
-    assert hooks["check-yaml"]["entry"] == "check-yaml --allow-multiple-documents"
-    assert hooks["check-yaml"]["exclude"] == "^prod/"
-    assert hooks["end-of-file-fixer"]["exclude"] == "^prod/"
-    assert hooks["trailing-whitespace"]["exclude"] == "^prod/"
+    # check-yaml, the two fixers, merge markers, private keys and token shapes in one
+    # process; tests/ci/test_file_checks.py pins which files each check gets
+    assert hooks["file-checks"]["entry"] == "python -m ci.file_checks"
+    assert hooks["file-checks"]["types"] == ["text"]
+    assert CHECK_NAMES == (
+        "check-yaml",
+        "end-of-file-fixer",
+        "trailing-whitespace",
+        "check-merge-conflict",
+        "detect-private-key",
+        "token-shapes",
+    )
     # both vendored schemas in one process (ci/schemas.py routes each file)
     assert hooks["schemas"]["entry"] == "python -m ci.schemas"
     for path in ("prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml", ".github/workflows/check.yml"):
         assert re.search(hooks["schemas"]["files"], path)
     assert not re.search(hooks["schemas"]["files"], "generators/glm53.source.yaml")
-    for hook_id in (
-        "check-added-large-files",
-        "check-merge-conflict",
-        "detect-private-key",
-        "ruff-check",
-        "ruff-format",
-    ):
+    for hook_id in ("check-added-large-files", "ruff-check", "ruff-format", "zizmor"):
         assert hook_id in hooks
+    assert hooks["check-added-large-files"].get("types") is None  # binary files too
 
 
 def test_every_hook_runs_in_one_process() -> None:
@@ -396,11 +402,15 @@ def test_every_hook_runs_in_one_process() -> None:
             assert hook.get("require_serial") is True, hook_id
 
 
-def test_token_shapes_hook_uses_the_dummy_rules_regex() -> None:
-    assert _hooks()["token-shapes"]["entry"] == token_regex()
-    pattern = re.compile(token_regex())
-    assert pattern.search("HF_TOKEN=" + "hf" + "_" + "a1B" * 11)
-    assert not pattern.search("image: nginx@sha256:" + "0a" * 32)
+def test_the_token_shapes_check_uses_the_dummy_rules_regex(tmp_path: Path) -> None:
+    leaked = tmp_path / "leaked.env"
+    leaked.write_text("ok=1\nHF_TOKEN=" + "hf" + "_" + "a1B" * 11 + "\n", encoding="utf-8")
+    digest = tmp_path / "digest.yaml"
+    digest.write_text("image: nginx@sha256:" + "0a" * 32 + "\n", encoding="utf-8")
+    assert token_findings([str(leaked), str(digest)]) == [
+        f"{leaked}:2:10: token-shaped string (36 characters)"
+    ]
+    assert token_findings([str(leaked)], re.compile(token_regex())) == token_findings([str(leaked)])
 
 
 def test_prod_files_pass_the_compose_spec_schema() -> None:
