@@ -94,7 +94,9 @@ def token_findings(files: Sequence[str], pattern: re.Pattern[str] | None = None)
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             for match in pattern.finditer(line):
-                found.append(f"{name}:{number}:{match.start() + 1}: token-shaped string ({len(match[0])} characters)")
+                found.append(
+                    f"{name}:{number}:{match.start() + 1}: token-shaped string ({len(match[0])} characters)"
+                )
     return found
 
 

@@ -40,7 +40,9 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_the_fixers_fix_outside_prod_and_never_touch_prod(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_fixers_fix_outside_prod_and_never_touch_prod(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (work / "notes.md").write_text("trailing   \nno newline at the end", encoding="utf-8")
     (work / "prod" / "x.yaml").write_text("a: 1   \n", encoding="utf-8")
     assert main(["notes.md", "prod/x.yaml"]) == 1
@@ -52,7 +54,9 @@ def test_the_fixers_fix_outside_prod_and_never_touch_prod(work: Path, capsys: py
     assert main(["notes.md", "prod/x.yaml"]) == 0  # fixed: the second run is clean
 
 
-def test_broken_yaml_a_private_key_and_a_token_each_fail_by_name(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_yaml_a_private_key_and_a_token_each_fail_by_name(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (work / "bad.yaml").write_text("a: [1, 2\n", encoding="utf-8")
     (work / "key.txt").write_text("-----BEGIN " + "RSA PRIVATE KEY-----\n", encoding="utf-8")
     token = "ghp" + "_" + "x1Y" * 12
@@ -70,4 +74,7 @@ def test_merge_markers_fail_during_a_merge(work: Path, capsys: pytest.CaptureFix
     (work / ".git" / "MERGE_HEAD").write_text("0" * 40 + "\n", encoding="utf-8")
     (work / "f.txt").write_text("<<<<<<< HEAD\na\n=======\nb\n>>>>>>> other\n", encoding="utf-8")
     assert main(["f.txt"]) == 1
-    assert "check-merge-conflict: failed\n  f.txt:1: Merge conflict string '<<<<<<<' found\n" in capsys.readouterr().out
+    assert (
+        "check-merge-conflict: failed\n  f.txt:1: Merge conflict string '<<<<<<<' found\n"
+        in capsys.readouterr().out
+    )
