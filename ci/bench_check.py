@@ -32,31 +32,39 @@ STAGES = ("generated", "validate", "compose", "lint", "typecheck", "diff", "plan
 FLAG = "PYTHONDONTWRITEBYTECODE"
 
 
-def timed(argv: Sequence[str], env: Mapping[str, str], repeat: int) -> float:
-    """Best wall-clock seconds of `repeat` runs; a failing run raises."""
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.perf_counter()
-        proc = subprocess.run(argv, cwd=ROOT, env=dict(env), capture_output=True, text=True, check=False)
-        elapsed = time.perf_counter() - started
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
-            raise RuntimeError(f"`{' '.join(argv)}` failed (exit {proc.returncode}):\n{tail}")
-        best = min(best, elapsed)
-    return best
+def run_once(argv: Sequence[str], env: Mapping[str, str]) -> float:
+    """Wall-clock seconds of one run; a failing run raises."""
+    started = time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, env=dict(env), capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+        raise RuntimeError(f"`{' '.join(argv)}` failed (exit {proc.returncode}):\n{tail}")
+    return elapsed
 
 
-def measure(nox: Sequence[str], env: Mapping[str, str], repeat: int) -> dict[str, float]:
-    timed([*nox, "-R", "-s", "check"], env, 1)  # warm-up, and proof that it passes
-    rows = {"nox -R -s check": timed([*nox, "-R", "-s", "check"], env, repeat)}
-    rows["nox start-up (nox -R -l)"] = timed([*nox, "-R", "-l"], env, repeat)
-    for stage in STAGES:
-        rows[f"  {stage}"] = timed([*nox, "-R", "-s", stage], env, repeat)
+def rows(nox: Sequence[str]) -> dict[str, list[str]]:
     python = ROOT / ".nox" / "generated" / "bin" / "python"
     interpreter = str(python) if python.exists() else sys.executable
-    rows["python -c pass"] = timed([interpreter, "-c", "pass"], env, repeat)
-    rows['python -c "import ruamel.yaml"'] = timed([interpreter, "-c", "import ruamel.yaml"], env, repeat)
-    return rows
+    table = {"nox -R -s check": [*nox, "-R", "-s", "check"], "nox start-up (nox -R -l)": [*nox, "-R", "-l"]}
+    table.update({f"  {stage}": [*nox, "-R", "-s", stage] for stage in STAGES})
+    table["python -c pass"] = [interpreter, "-c", "pass"]
+    table['python -c "import ruamel.yaml"'] = [interpreter, "-c", "import ruamel.yaml"]
+    return table
+
+
+def measure(nox: Sequence[str], envs: Sequence[Mapping[str, str]], repeat: int) -> list[dict[str, float]]:
+    """Best of `repeat` per row and environment; the environments alternate run by run,
+    so a change in the machine's load hits every column alike."""
+    for env in envs:
+        run_once([*nox, "-R", "-s", "check"], env)  # warm-up, and proof that it passes
+    best: list[dict[str, float]] = [{} for _ in envs]
+    for label, argv in rows(nox).items():
+        for _ in range(repeat):
+            for column, env in zip(best, envs, strict=True):
+                elapsed = run_once(argv, env)
+                column[label] = min(column.get(label, elapsed), elapsed)
+    return best
 
 
 def environment_line(env: Mapping[str, str]) -> str:
@@ -87,14 +95,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         variants = [(f"{FLAG}=1", {**base, FLAG: "1"}), (f"{FLAG} unset", base)]
     else:
         variants = [("this shell", dict(os.environ))]
-    columns: list[tuple[str, dict[str, float]]] = []
     for name, env in variants:
         print(f"measuring ({name}): {environment_line(env)}", flush=True)
-        try:
-            columns.append((name, measure(nox, env, args.repeat)))
-        except RuntimeError as error:
-            print(error, file=sys.stderr)
-            return 1
+    try:
+        results = measure(nox, [env for _, env in variants], args.repeat)
+    except RuntimeError as error:
+        print(error, file=sys.stderr)
+        return 1
+    columns = [(name, result) for (name, _), result in zip(variants, results, strict=True)]
+    print(f"after: load average {os.getloadavg()[0]:.2f}")
     labels = list(columns[0][1])
     width = max(len(label) for label in labels)
     print()
@@ -103,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"{'':<{width}}  " + "  ".join(f"{name:>24}" for name, _ in columns))
     for label in labels:
-        print(f"{label:<{width}}  " + "  ".join(f"{rows[label]:>24.2f}" for _, rows in columns))
+        print(f"{label:<{width}}  " + "  ".join(f"{column[label]:>24.2f}" for _, column in columns))
     return 0
 
 
