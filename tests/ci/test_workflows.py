@@ -7,7 +7,11 @@ these tests need no network.
 from __future__ import annotations
 
 import ast
+import json
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -18,12 +22,17 @@ from check_jsonschema.builtin_schemas import get_builtin_schema
 from pre_commit.clientlib import InvalidConfigError, load_config
 from ruamel.yaml import YAML
 
+from ci.file_checks import CHECKS, token_findings
 from validators.interpolation import token_regex
 
+CHECK_NAMES = tuple(check.name for check in CHECKS)
+
 ROOT = Path(__file__).resolve().parents[2]
-WORKFLOW = ROOT / ".github" / "workflows" / "check.yml"
+WORKFLOWS = ROOT / ".github" / "workflows"
+WORKFLOW = WORKFLOWS / "check.yml"
+RELEASE = WORKFLOWS / "release.yml"
 PRE_COMMIT = ROOT / ".pre-commit-config.yaml"
-README_SETUP = "python3 -m pip install nox==2026.10.20 uv==0.13.8"
+README_SETUP = "python3 -m pip install --require-hashes -r ci/lock/nox.txt"
 
 
 def _load(path: Path) -> Any:
@@ -70,11 +79,34 @@ def _group(name: str, groups: dict[str, list[Any]]) -> list[str]:
     return pins
 
 
-# --- the workflow ----------------------------------------------------------------------
+# --- the workflows ------------------------------------------------------------------
 
 
-def test_workflow_passes_the_github_workflow_schema() -> None:
-    assert _schema_errors(_load(WORKFLOW), "vendor.github-workflows") == []
+def _workflows() -> dict[str, Any]:
+    return {path.name: _load(path) for path in sorted(WORKFLOWS.glob("*.yml"))}
+
+
+def _all_steps() -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (name, job_id, step)
+        for name, workflow in _workflows().items()
+        for job_id, job in workflow["jobs"].items()
+        for step in job.get("steps", [])
+    ]
+
+
+def _step(name: str) -> dict[str, Any]:
+    (step,) = [step for step in _steps() if step.get("name") == name]
+    return step
+
+
+def test_there_are_exactly_the_check_and_release_workflows() -> None:
+    assert sorted(_workflows()) == ["check.yml", "release.yml"]
+
+
+@pytest.mark.parametrize("name", ["check.yml", "release.yml"])
+def test_workflow_passes_the_github_workflow_schema(name: str) -> None:
+    assert _schema_errors(_load(WORKFLOWS / name), "vendor.github-workflows") == []
 
 
 def test_the_schema_check_can_fail() -> None:
@@ -91,38 +123,204 @@ def test_workflow_runs_on_every_pull_request_and_push_to_main_without_path_filte
     assert "paths" not in WORKFLOW.read_text(encoding="utf-8")
 
 
-def test_workflow_reads_only_and_cancels_superseded_pull_request_runs() -> None:
+def test_check_reads_only() -> None:
     workflow = _load(WORKFLOW)
     assert workflow["permissions"] == {"contents": "read"}
-    assert "github.ref" in workflow["concurrency"]["group"]
-    assert workflow["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+    assert all("permissions" not in job for job in workflow["jobs"].values())
+
+
+def test_concurrency_never_drops_a_main_commit_and_cancels_superseded_pull_request_runs() -> None:
+    """GitHub cancels a *pending* run of a group when a newer one queues: main needs one group per commit."""
+    concurrency = _load(WORKFLOW)["concurrency"]
+    assert concurrency == {
+        "group": "${{ github.workflow }}-${{ github.event_name == 'pull_request' && github.ref || github.sha }}",
+        "cancel-in-progress": "${{ github.event_name == 'pull_request' }}",
+    }
+    for job in _load(WORKFLOW)["jobs"].values():
+        assert "concurrency" not in job  # a job-level group would share one slot again
+
+
+def test_every_checkout_drops_its_credentials_and_every_action_is_pinned_by_commit() -> None:
+    checkouts = [step for _, _, step in _all_steps() if step.get("uses", "").startswith("actions/checkout@")]
+    assert len(checkouts) == 2
+    for step in checkouts:
+        assert step["with"]["persist-credentials"] is False
+        assert step["with"]["fetch-depth"] == 0
+    for name, job, step in _all_steps():  # third-party code pinned by commit, never by a movable tag
+        if "uses" in step:
+            assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), (name, job, step["uses"])
+
+
+def test_no_expression_is_expanded_inside_a_shell_script() -> None:
+    """Template injection: values reach `run:` only through `env:`."""
+    for name, job, step in _all_steps():
+        assert "${{" not in str(step.get("run", "")), (name, job, step.get("name"))
 
 
 def test_workflow_sets_up_python_and_nox_as_the_readme_does() -> None:
-    steps = _steps()
-    checkout = next(step for step in steps if step.get("uses", "").startswith("actions/checkout@"))
-    assert checkout["with"]["fetch-depth"] == 0
-    python = next(step for step in steps if step.get("uses", "").startswith("actions/setup-python@"))
+    python = next(step for step in _steps() if step.get("uses", "").startswith("actions/setup-python@"))
     assert python["with"]["python-version"] == "3.11"
-    assert [step["run"] for step in steps if step.get("name") == "Install nox"] == [README_SETUP]
-    for step in steps:  # third-party code pinned by commit, never by a movable tag
-        if "uses" in step:
-            assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
+    assert python["id"] == "python"
+    assert _step("Install nox")["run"] == README_SETUP
+    assert README_SETUP in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def test_workflow_runs_tests_then_check_then_the_report_even_after_a_failure() -> None:
+def test_a_push_to_main_diffs_against_the_commit_before_the_push() -> None:
+    base = _step("Base of the diff")
+    assert base["id"] == "base"
+    assert base["run"] == "python3 -m ci.base_ref"
+    assert base["env"] == {"EVENT_NAME": "${{ github.event_name }}", "BEFORE": "${{ github.event.before }}"}
+    for name in ("nox -s check", "Summary (diff and plan)"):
+        assert _step(name)["env"] == {"TIEROPS_BASE_REF": "${{ steps.base.outputs.ref }}"}
+
+
+def test_workflow_runs_tests_check_collector_then_the_summary_even_after_a_failure() -> None:
     runs = [
         (step.get("run"), step.get("if")) for step in _steps() if str(step.get("run", "")).startswith("nox ")
     ]
     assert runs == [
         ("nox -s tests", None),
-        ("nox -s check", None),
+        ("nox -s check", "${{ !cancelled() }}"),
+        ("nox -s collector -- --require-docker", "${{ !cancelled() }}"),
         ("nox -s ci-report", "${{ !cancelled() }}"),
     ]
     sessions = _session_names()
     for run, _condition in runs:
         assert run is not None
-        assert run.split()[-1] in sessions
+        assert run.split()[2] in sessions
+
+
+def test_caches_are_keyed_by_os_and_python_and_uv_s_cache_is_one_of_them() -> None:
+    caches = [step for step in _steps() if step.get("uses", "").startswith("actions/cache@")]
+    paths = [step["with"]["path"].split() for step in caches]
+    assert ["~/.cache/uv", "~/.cache/pip"] in paths
+    assert ["~/.cache/pre-commit"] in paths
+    for step in caches:
+        key = step["with"]["key"]
+        assert "${{ runner.os }}" in key
+        assert "${{ steps.python.outputs.python-version }}" in key
+    assert "hashFiles('ci/lock/*.txt')" in caches[paths.index(["~/.cache/uv", "~/.cache/pip"])]["with"]["key"]
+
+
+def test_annotations_and_the_summary_each_come_from_one_place() -> None:
+    """validate annotates (`--format auto`); the report and the git hook never do; only the report writes the summary."""
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert noxfile.count('"python", "-m", "validators"') == 1
+    assert 'session.run("python", "-m", "validators", "--format", "auto")' in noxfile
+    report = (ROOT / "ci" / "github_report.py").read_text(encoding="utf-8")
+    assert '"validators"' not in report and "::error" not in report
+    assert _hooks()["validators"]["entry"] == "python -m validators --format text"
+    writers = [
+        path.relative_to(ROOT).as_posix()
+        for package in ("generators", "validators", "rollout", "tierops", "ci")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if re.search(r"environ(\.get\(|\[)\"GITHUB_STEP_SUMMARY\"", path.read_text(encoding="utf-8"))
+    ]
+    assert writers == ["ci/github_report.py"]
+    assert "GITHUB_STEP_SUMMARY" not in WORKFLOW.read_text(encoding="utf-8")
+
+
+# --- release.yml ---------------------------------------------------------------------------
+
+
+def test_release_runs_after_a_successful_check_of_a_push_to_main_or_by_hand() -> None:
+    release = _load(RELEASE)
+    assert release["on"] == {
+        "workflow_run": {
+            "workflows": [_load(WORKFLOW)["name"]],
+            "types": ["completed"],
+            "branches": ["main"],
+        },
+        "workflow_dispatch": None,
+    }
+    condition = " ".join(release["jobs"]["tag"]["if"].split())
+    for clause in (
+        "github.event.workflow_run.conclusion == 'success'",
+        "github.event.workflow_run.event == 'push'",
+        "github.event.workflow_run.head_branch == 'main'",
+        "github.event.workflow_run.head_repository.full_name == github.repository",
+        "(github.event_name == 'workflow_dispatch' && github.ref == 'refs/heads/main')",
+    ):
+        assert clause in condition
+
+
+def test_release_tags_the_commit_check_passed_never_a_pull_request_s() -> None:
+    steps = _load(RELEASE)["jobs"]["tag"]["steps"]
+    checkout = steps[0]
+    assert checkout["uses"].startswith("actions/checkout@")
+    assert checkout["with"]["ref"] == "${{ github.event.workflow_run.head_sha || github.sha }}"
+    assert _load(RELEASE)["concurrency"]["cancel-in-progress"] is False
+
+
+def test_the_write_token_is_only_in_the_step_that_pushes_tags() -> None:
+    release = _load(RELEASE)
+    assert release["permissions"] == {}
+    assert release["jobs"]["tag"]["permissions"] == {"contents": "write"}
+    steps = release["jobs"]["tag"]["steps"]
+    holders = [step for step in steps if "github.token" in str(step) or "secrets." in str(step)]
+    assert [step["name"] for step in holders] == [
+        "Tag and push (each commit verified again in its own worktree)"
+    ]
+    (pusher,) = holders
+    assert pusher is steps[-1]
+    assert pusher["run"] == "nox -R -s release -- tag --remote origin --push"
+    assert pusher["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
+    # the check run at each commit starts without the token
+    verify = pusher["env"]["TIEROPS_RELEASE_VERIFY"].split()
+    assert verify[:1] == ["env"] and verify[-3:] == ["nox", "-s", "check"]
+    for name in ("GITHUB_TOKEN", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"):
+        assert ["-u", name] in [verify[i : i + 2] for i in range(len(verify) - 1)]
+    assert "--install-only" in steps[-2]["run"]  # every install before the token exists
+    assert "token" not in str(release["jobs"]["tag"].get("env", {})).lower()
+
+
+# --- zizmor --------------------------------------------------------------------------------
+
+
+def _zizmor(*args: str) -> list[dict[str, Any]]:
+    binary = shutil.which("zizmor", path=str(Path(sys.executable).parent)) or shutil.which("zizmor")
+    assert binary, "zizmor is in the hooks group, so in the test environment"
+    proc = subprocess.run(
+        [
+            binary,
+            "--offline",
+            "--persona",
+            "pedantic",
+            "--no-progress",
+            "--format",
+            "json",
+            *args,
+            str(WORKFLOWS),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode in (0, 10, 11, 12, 13, 14), proc.stderr
+    findings: list[dict[str, Any]] = json.loads(proc.stdout)
+    return findings
+
+
+def test_zizmor_pedantic_finds_nothing() -> None:
+    assert _zizmor() == []
+
+
+def test_the_one_ignored_zizmor_finding_is_release_s_workflow_run_trigger() -> None:
+    findings = _zizmor("--no-ignores")
+    located = [
+        (f["ident"], Path(f["locations"][0]["symbolic"]["key"]["Local"]["verbatim_path"])) for f in findings
+    ]
+    assert located == [("dangerous-triggers", RELEASE)]
+    assert RELEASE.read_text(encoding="utf-8").count("zizmor: ignore[") == 1
+
+
+def test_zizmor_runs_offline_and_pedantic_as_a_pinned_hook() -> None:
+    hook = _hooks()["zizmor"]
+    assert hook["entry"].split()[:4] == ["zizmor", "--offline", "--persona", "pedantic"]
+    assert hook["language"] == "python"
+    assert re.search(hook["files"], ".github/workflows/check.yml")
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["dependency-groups"]
+    assert "zizmor==1.32.0" in _group("hooks", groups)
 
 
 def test_check_requires_the_compose_session() -> None:
@@ -175,28 +373,44 @@ def test_the_hooks_the_issue_asks_for_are_there() -> None:
     hooks = _hooks()
     assert hooks["generated"]["entry"] == "python -m generators --check"
     assert hooks["generated"]["files"] == "^(generators|prod)/"
-    assert hooks["check-yaml"]["entry"] == "check-yaml --allow-multiple-documents"
-    assert hooks["end-of-file-fixer"]["exclude"] == "^prod/"
-    assert hooks["trailing-whitespace"]["exclude"] == "^prod/"
-    assert hooks["compose-spec"]["entry"] == "check-jsonschema --builtin-schema vendor.compose-spec"
-    assert re.search(hooks["compose-spec"]["files"], "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml")
-    assert hooks["github-workflows"]["entry"] == "check-jsonschema --builtin-schema vendor.github-workflows"
-    assert re.search(hooks["github-workflows"]["files"], ".github/workflows/check.yml")
-    for hook_id in (
-        "check-added-large-files",
+    # check-yaml, the two fixers, merge markers, private keys and token shapes in one
+    # process; tests/ci/test_file_checks.py pins which files each check gets
+    assert hooks["file-checks"]["entry"] == "python -m ci.file_checks"
+    assert hooks["file-checks"]["types"] == ["text"]
+    assert CHECK_NAMES == (
+        "check-yaml",
+        "end-of-file-fixer",
+        "trailing-whitespace",
         "check-merge-conflict",
         "detect-private-key",
-        "ruff-check",
-        "ruff-format",
-    ):
+        "token-shapes",
+    )
+    # both vendored schemas in one process (ci/schemas.py routes each file)
+    assert hooks["schemas"]["entry"] == "python -m ci.schemas"
+    for path in ("prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml", ".github/workflows/check.yml"):
+        assert re.search(hooks["schemas"]["files"], path)
+    assert not re.search(hooks["schemas"]["files"], "generators/glm53.source.yaml")
+    for hook_id in ("check-added-large-files", "ruff-check", "ruff-format", "zizmor"):
         assert hook_id in hooks
+    assert hooks["check-added-large-files"].get("types") is None  # binary files too
 
 
-def test_token_shapes_hook_uses_the_dummy_rules_regex() -> None:
-    assert _hooks()["token-shapes"]["entry"] == token_regex()
-    pattern = re.compile(token_regex())
-    assert pattern.search("HF_TOKEN=" + "hf" + "_" + "a1B" * 11)
-    assert not pattern.search("image: nginx@sha256:" + "0a" * 32)
+def test_every_hook_runs_in_one_process() -> None:
+    """pre-commit would split files across one process per CPU; start-up is most of each hook's cost."""
+    for hook_id, hook in _hooks().items():
+        if hook["repo"] == "local":
+            assert hook.get("require_serial") is True, hook_id
+
+
+def test_the_token_shapes_check_uses_the_dummy_rules_regex(tmp_path: Path) -> None:
+    leaked = tmp_path / "leaked.env"
+    leaked.write_text("ok=1\nHF_TOKEN=" + "hf" + "_" + "a1B" * 11 + "\n", encoding="utf-8")
+    digest = tmp_path / "digest.yaml"
+    digest.write_text("image: nginx@sha256:" + "0a" * 32 + "\n", encoding="utf-8")
+    assert token_findings([str(leaked), str(digest)]) == [
+        f"{leaked}:2:10: token-shaped string (36 characters)"
+    ]
+    assert token_findings([str(leaked)], re.compile(token_regex())) == token_findings([str(leaked)])
 
 
 def test_prod_files_pass_the_compose_spec_schema() -> None:
