@@ -224,10 +224,18 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def tests(session: nox.Session) -> None:
-    """The test suite (pytest); arguments after `--` go to pytest."""
+    """The test suite (pytest) on every core; arguments after `--` go to pytest instead.
+
+    `nox -s tests` runs `pytest -n auto --dist worksteal` (pytest-xdist: one worker per
+    core; an idle worker takes tests from a busy one, so one long file does not leave a
+    core idle). With arguments,
+    they replace the default: `nox -s tests -- tests/rollout -x` runs serially,
+    `nox -s tests -- -n auto tests/rollout` in parallel.
+    """
     install(session, "test")
     compile_project(session)
-    session.run("python", "-m", "pytest", *session.posargs)
+    args = session.posargs or ["-n", "auto", "--dist", "worksteal"]
+    session.run("python", "-m", "pytest", *args)
 
 
 @nox.session
