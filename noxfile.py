@@ -14,6 +14,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import nox
@@ -25,6 +26,19 @@ nox.options.error_on_external_run = True
 
 ROOT = Path(__file__).resolve().parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+
+# --- the check-matrix record (ci/stage.py, ci/record.py) --------------------------------
+# One id per nox invocation (nox imports this file once per run), or the CI job's own
+# (check.yml sets it, so a later step's `nox -s record` takes the same run's results).
+# Every stage's result carries it; the record takes only results of its own run.
+RUN_ENV = "TIEROPS_CHECK_RUN"
+RUN_ID = os.environ.get(RUN_ENV) or uuid.uuid4().hex
+
+
+def stage(session: nox.Session, name: str, *command: str) -> None:
+    """Run a stage's tool through `python -m ci.stage NAME -- COMMAND`: the same report
+    and exit code, plus its per-file result in build/check/NAME.json for the record."""
+    session.run("python", "-m", "ci.stage", name, "--", *command, env={RUN_ENV: RUN_ID})
 
 
 def install(session: nox.Session, group: str) -> None:
@@ -50,14 +64,14 @@ def generate(session: nox.Session) -> None:
 def generated(session: nox.Session) -> None:
     """Byte-identical check: prod/ equals what the generators produce (writes nothing)."""
     install(session, "runtime")
-    session.run("python", "-m", "generators", "--check")
+    stage(session, "generated", "python", "-m", "generators", "--check")
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """pre-commit on every file: ruff, YAML, schemas, secrets, the byte-identical check."""
     install(session, "lint")
-    session.run("pre-commit", "run", "--all-files", "--show-diff-on-failure")
+    stage(session, "lint", "pre-commit", "run", "--all-files", "--show-diff-on-failure")
 
 
 def _under_ci() -> bool:
@@ -96,7 +110,7 @@ def compose(session: nox.Session) -> None:
         if _under_ci():
             session.error(message)
         session.skip(message)
-    session.run("python", "-m", "validators.compose")
+    stage(session, "compose", "python", "-m", "validators.compose")
 
 
 @nox.session(name="compose-bench", default=False)
@@ -117,7 +131,7 @@ def ci_report(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the packages."""
     install(session, "typecheck")
-    session.run("mypy")
+    stage(session, "typecheck", "mypy")
 
 
 @nox.session(default=False)
@@ -132,10 +146,11 @@ def validate(session: nox.Session) -> None:
     """The validators on prod/*.yaml: contracts, engine flags, telemetry, hygiene (docs/validators.md).
 
     Takes no posargs on purpose: nox hands `check`'s posargs to every prerequisite.
-    Under GitHub Actions (`GITHUB_ACTIONS=true`) findings also become annotations.
+    Under GitHub Actions (`GITHUB_ACTIONS=true`) findings also become annotations: the
+    stage asks for JSON (the record's data) and prints it as `--format auto` would.
     """
     install(session, "runtime")
-    session.run("python", "-m", "validators", "--format", "auto")
+    stage(session, "validate", "python", "-m", "validators", "--format", "json")
 
 
 @nox.session(default=False)
@@ -160,20 +175,32 @@ def diff(session: nox.Session) -> None:
     -k x` would reach this one too), so the base ref comes from the environment.
     """
     install(session, "runtime")
-    session.run("python", "-m", "rollout", "diff")
+    stage(session, "diff", "python", "-m", "rollout", "diff")  # the stage adds --format json|markdown
 
 
 @nox.session
 def plan(session: nox.Session) -> None:
     """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
     install(session, "runtime")
-    session.run("python", "-m", "rollout", "plan")
+    stage(session, "plan", "python", "-m", "rollout", "plan")
+
+
+@nox.session
+def record(session: nox.Session) -> None:
+    """The check-matrix record of this run: build/check-matrix.json and .md (ci/record.py).
+
+    The last prerequisite of `check`: nox runs it after the stages even when one of
+    them failed (the record shows which); a stage that did not run in this nox
+    invocation is "not run". Takes no posargs (they would be `check`'s).
+    """
+    install(session, "runtime")
+    session.run("python", "-m", "ci.record", env={RUN_ENV: RUN_ID})
 
 
 @nox.session(
     venv_backend="none",
-    requires=["generated", "validate", "compose", "lint", "typecheck", "diff", "plan"],
+    requires=["generated", "validate", "compose", "lint", "typecheck", "diff", "plan", "record"],
 )
 def check(session: nox.Session) -> None:
     """The main job: every check of the repository's own prod/ and code (not the tests)."""
-    session.log("check: every required session passed")
+    session.log("check: every required session passed; the record is build/check-matrix.json")
