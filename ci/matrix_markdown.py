@@ -99,7 +99,9 @@ def notes(record: Mapping[str, Any]) -> str:
             items.append(f"- {name}: not run ({plain(stage['note'])})")
         for path, cell in (stage.get("files") or {}).items():
             if cell.get("verdict") == "error" and cell.get("note"):
-                items.append(f"- {name}, `{plain(str(path).removeprefix('prod/'), 200)}`: {plain(cell['note'])}")
+                items.append(
+                    f"- {name}, `{plain(str(path).removeprefix('prod/'), 200)}`: {plain(cell['note'])}"
+                )
         repository = stage.get("repository") or {}
         if repository.get("verdict") == "error" and repository.get("note"):
             items.append(f"- {name}: {plain(repository['note'])}")
@@ -229,8 +231,8 @@ def render(
     # Fair shares; what one section leaves unused goes to the other.
     grants = {key: min(sizes[key], share) for key in sizes}
     spare = budget - sum(grants.values())
-    for key in sizes:
-        extra = min(spare, sizes[key] - grants[key])
+    for key, wanted in sizes.items():
+        extra = min(spare, wanted - grants[key])
         grants[key] += extra
         spare -= extra
     sections = ""

@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -48,6 +49,8 @@ from tierops.exitcodes import ExitCode, epilog
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = Path(__file__).resolve().parent / "check-matrix.schema.json"
 PULL_REQUEST_NAME = "pull-request.json"
+# The schema's pattern for a count's rule id (cell.counts propertyNames).
+COUNT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_. ()/-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -93,15 +96,14 @@ def _cell(raw: Any) -> dict[str, Any]:
     the record must validate whatever a tool printed)."""
     if not isinstance(raw, Mapping) or raw.get("verdict") not in VERDICTS:
         return {"verdict": NOT_RUN, "counts": {}, "note": "no cell in its result"}
-    counts = raw.get("counts") if isinstance(raw.get("counts"), Mapping) else {}
-    cell: dict[str, Any] = {
-        "verdict": raw["verdict"],
-        "counts": {
-            str(key)[:64]: int(value)
-            for key, value in sorted(counts.items())
-            if isinstance(value, int) and value >= 0
-        },
-    }
+    counts = raw.get("counts")
+    kept: dict[str, int] = {}
+    for key, value in sorted(counts.items()) if isinstance(counts, Mapping) else ():
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            # A rule id the schema would refuse (a tool printed something odd) still counts.
+            name = str(key) if COUNT_KEY.fullmatch(str(key)) else "other"
+            kept[name] = kept.get(name, 0) + value
+    cell: dict[str, Any] = {"verdict": raw["verdict"], "counts": kept}
     if raw.get("note"):
         cell["note"] = str(raw["note"])[:200]
     if isinstance(raw.get("duration_s"), int | float):
@@ -162,7 +164,9 @@ def assemble(root: Path, build: Path, run_id: str) -> Assembled:
     problems = record_schema.validate(record, load_schema())
     if problems:  # our own output: a mismatch is a bug here, never the user's input
         raise TieropsError(f"the assembled record does not match its schema: {problems[0]}")
-    return Assembled(record, _markdown(build, "diff", results["diff"]), _markdown(build, "plan", results["plan"]))
+    return Assembled(
+        record, _markdown(build, "diff", results["diff"]), _markdown(build, "plan", results["plan"])
+    )
 
 
 def overall(stages: Sequence[Mapping[str, Any]]) -> str:

@@ -48,22 +48,22 @@ class SchemaError(ValueError):
     """The schema uses something this validator does not implement."""
 
 
+_TYPES: dict[str, Any] = {
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+    "string": lambda value: isinstance(value, str),
+    "boolean": lambda value: isinstance(value, bool),
+    "null": lambda value: value is None,
+    # JSON has no booleans among its numbers; Python's bool is an int.
+    "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "number": lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+}
+
+
 def _is_type(value: Any, name: str) -> bool:
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "null":
-        return value is None
-    if name == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if name == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    raise SchemaError(f"unknown type {name!r}")
+    if name not in _TYPES:
+        raise SchemaError(f"unknown type {name!r}")
+    return bool(_TYPES[name](value))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -109,6 +109,10 @@ class _Validator:
             matched = sum(1 for option in schema["oneOf"] if self.quiet(value, option, where))
             if matched != 1:
                 self.fail(where, f"{_short(value)} matches {matched} of the oneOf options, not exactly one")
+        self.check_kind(value, schema, where)
+
+    def check_kind(self, value: Any, schema: Mapping[str, Any], where: str) -> None:
+        """The keywords that apply to one JSON type."""
         if isinstance(value, str):
             self.check_string(value, schema, where)
         elif isinstance(value, int | float) and not isinstance(value, bool):

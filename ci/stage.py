@@ -29,8 +29,8 @@ from typing import Any
 from ci import inputs
 from ci.stages import ERROR, STAGES, Cell, Context, Outcome, stage_verdict
 from tierops.atomic import write_bytes_atomic
-from tierops.cli import guarded, parse
 from tierops.checkmatrix import FORMAT
+from tierops.cli import guarded, parse
 from tierops.exitcodes import epilog
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +82,9 @@ def run(name: str, command: Sequence[str], build: Path, environ: Mapping[str, st
     except Exception:
         # A bug in reading the stage's report: say so in the record, then fail as one.
         note = "internal error while reading the stage's report"
-        broken = Outcome(3, {path: Cell(ERROR, note=note) for path in context.prod_files}, Cell(ERROR, note=note))
+        broken = Outcome(
+            3, {path: Cell(ERROR, note=note) for path in context.prod_files}, Cell(ERROR, note=note)
+        )
         _write(build, name, broken, run_id, started, time.monotonic() - clock)
         raise
     seconds = time.monotonic() - clock

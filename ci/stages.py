@@ -116,7 +116,9 @@ def run_command(command: Sequence[str], context: Context, *, merge: bool) -> Com
         )
     except OSError as error:
         return Completed(127, "", f"cannot run {command[0]!r}: {error}\n")
-    return Completed(proc.returncode, proc.stdout, proc.stderr or "")
+    # Ended by a signal: 128 + its number, as a shell (and the exit-code table) says.
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    return Completed(code, proc.stdout, proc.stderr or "")
 
 
 def plain(text: str) -> str:
@@ -202,7 +204,9 @@ def run_validate(command: Sequence[str], context: Context) -> Outcome:
         ]
     except (ValueError, KeyError, TypeError) as error:
         note = f"unreadable JSON report: {error}"
-        return Outcome(ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr)
+        return Outcome(
+            ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
+        )
     counts: dict[str, dict[str, int]] = {}
     failing: set[str] = set()
     for finding in findings:
@@ -226,6 +230,7 @@ def run_validate(command: Sequence[str], context: Context) -> Outcome:
         proc.stderr,
     )
 
+
 # --------------------------------------------------------------------------- compose
 
 _RENDERED = re.compile(r"^(?P<status>ok|FAILED)\s+(?P<path>\S+?):\s(?P<rest>.*)$")
@@ -243,8 +248,11 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
     for line in plain(proc.stdout).splitlines():
         match = _RENDERED.match(line)
         if match:
-            seconds = _SECONDS.search(match["rest"])
-            rendered[match["path"]] = (match["status"] == "ok", float(seconds["seconds"]) if seconds else None)
+            timing = _SECONDS.search(match["rest"])
+            rendered[match["path"]] = (
+                match["status"] == "ok",
+                float(timing["seconds"]) if timing else None,
+            )
             continue
         finding = _FINDING.match(line)
         if finding:
@@ -323,10 +331,10 @@ def _json_and_markdown(
 
 
 def _refs(data: Mapping[str, Any]) -> dict[str, Any]:
-    base = data.get("base") if isinstance(data.get("base"), dict) else {}
-    return {
-        "base": {key: base.get(key) for key in ("ref", "commit", "how")},
-    }
+    base = data.get("base")
+    if not isinstance(base, dict):
+        return {}
+    return {"base": {key: base.get(key) for key in ("ref", "commit", "how")}}
 
 
 def _changes_run(
@@ -442,7 +450,9 @@ def run_collector(command: Sequence[str], context: Context) -> Outcome:
     if not isinstance(entries, list):
         note = f"no readable {COLLECTOR_RESULT} (exit {proc.returncode})"
         return Outcome(proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout)
-    files: dict[str, Cell] = {path: Cell(NOT_RUN, note="not in the collector's result") for path in context.prod_files}
+    files: dict[str, Cell] = {
+        path: Cell(NOT_RUN, note="not in the collector's result") for path in context.prod_files
+    }
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
             continue
@@ -462,7 +472,9 @@ STAGES: dict[str, Stage] = {
         Stage("generated", "file", True, "prod/ byte-identical to the generators' output", run_generated),
         Stage("validate", "file", True, "the validators' rule families", run_validate),
         Stage("compose", "file", True, "`docker compose config` with ci/dummy.env", run_compose),
-        Stage("collector", "file", False, "the pinned collector's own `validate` (needs Docker)", run_collector),
+        Stage(
+            "collector", "file", False, "the pinned collector's own `validate` (needs Docker)", run_collector
+        ),
         Stage("diff", "file", True, "semantic diff against the base", run_diff),
         Stage("plan", "file", True, "the rollout plan of that diff", run_plan),
         Stage("lint", "repository", True, "pre-commit hooks", run_lint),
