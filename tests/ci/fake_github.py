@@ -62,7 +62,7 @@ def _handler(state: State, base: list[str]) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
-        def _route(self, method: str) -> None:
+        def _route(self, method: str) -> None:  # noqa: PLR0911, PLR0912  (one router, one branch per endpoint)
             url = urllib.parse.urlsplit(self.path)
             state.log.append((method, url.path))
             if state.redirect_to is not None:
@@ -135,7 +135,7 @@ def fake_github(repo: str = "tierops/tierops") -> Iterator[tuple[str, State]]:
     base: list[str] = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state, base))
     base.append(f"http://127.0.0.1:{server.server_address[1]}")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield base[0], state

@@ -101,7 +101,9 @@ def test_the_table_parses_as_prod_files_by_stages_with_pass_or_fail_and_counts()
     matrix = tables(parse(text))[0]
     header, *rows = matrix
     assert header == ["prod file", *STAGE_NAMES]
-    assert [row[0] for row in rows] == [f"`{path.removeprefix('prod/')}`" for path in FILES] + ["_repository_"]
+    assert [row[0] for row in rows] == [f"`{path.removeprefix('prod/')}`" for path in FILES] + [
+        "_repository_"
+    ]
     assert all(len(row) == len(header) for row in rows)
     by_file = {row[0]: dict(zip(header[1:], row[1:], strict=True)) for row in rows}
     long_context = by_file["`GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml`"]
@@ -127,9 +129,11 @@ def test_a_pipe_in_tool_text_cannot_add_a_column() -> None:
 def test_the_parser_sees_a_broken_table() -> None:
     """The checks above can fail: a row with a cell too many or a line break is not the matrix."""
     good = render(sample_record(), None, None)
-    line = next(line for line in good.splitlines() if line.startswith("| `GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml`"))
+    line = next(
+        line for line in good.splitlines() if line.startswith("| `GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml`")
+    )
     broken = good.replace(line, line.replace(" | pass | pass", " | pass\n| pass", 1))
-    header, *rows = tables(parse(broken))[0]
+    _header, *rows = tables(parse(broken))[0]
     expected = [f"`{path.removeprefix('prod/')}`" for path in FILES] + ["_repository_"]
     assert [row[0] for row in rows] != expected  # what the first table test pins
 
