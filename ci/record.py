@@ -49,6 +49,9 @@ from tierops.exitcodes import ExitCode, epilog
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = Path(__file__).resolve().parent / "check-matrix.schema.json"
 PULL_REQUEST_NAME = "pull-request.json"
+SUMMARY_ENV = "TIEROPS_RECORD_SUMMARY"
+RUN_URL_ENV = "TIEROPS_RECORD_RUN_URL"
+PULL_REQUEST_ENV = "TIEROPS_RECORD_PULL_REQUEST"
 # The schema's pattern for a count's rule id (cell.counts propertyNames).
 COUNT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_. ()/-]{0,63}")
 
@@ -280,17 +283,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--build-dir", type=Path, default=ROOT / "build", help="default: build/")
     parser.add_argument("--run", metavar="ID", help=f"the run whose results to take (default: ${RUN_ENV})")
+    # Defaults from the environment, as the diff's base is: `nox -s record` takes no
+    # posargs (it is a prerequisite of `check`, and nox hands check's posargs to all).
     parser.add_argument(
         "--summary",
         type=Path,
         metavar="FILE",
-        help="also append the Markdown to FILE (CI passes $GITHUB_STEP_SUMMARY)",
+        default=os.environ.get(SUMMARY_ENV) or None,
+        help=f"also append the Markdown to FILE (default: ${SUMMARY_ENV}; CI sets it to $GITHUB_STEP_SUMMARY)",
     )
-    parser.add_argument("--run-url", metavar="URL", help="the CI run's page, linked from the Markdown")
+    parser.add_argument(
+        "--run-url",
+        metavar="URL",
+        default=os.environ.get(RUN_URL_ENV) or None,
+        help=f"the CI run's page, linked from the Markdown (default: ${RUN_URL_ENV})",
+    )
     parser.add_argument(
         "--pull-request",
         metavar="N",
-        help="also write build/pull-request.json with this number (for the comment workflow)",
+        default=os.environ.get(PULL_REQUEST_ENV) or None,
+        help=f"also write build/pull-request.json with this number, for the comment workflow "
+        f"(default: ${PULL_REQUEST_ENV})",
     )
     parser.add_argument(
         "--digest", action="store_true", help="print the digest of the existing record and exit"
