@@ -62,6 +62,7 @@ from rollout.release import (
     tag_number,
     version_order,
 )
+from tierops.checkmatrix import RECORD_NAME, read_digest
 from tierops.errors import RefusedError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode, interrupted
 
@@ -443,6 +444,9 @@ class Verification:
     command: tuple[str, ...]
     returncode: int
     output: str
+    # The digest of the check-matrix record the check wrote in the worktree
+    # (tierops.checkmatrix), read before the worktree is removed; None without one.
+    check_matrix: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -537,11 +541,16 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
     The command runs in a session (process group) of its own. The worktree and everything
     the command wrote into it (nox's .nox/) are removed afterwards, whatever happened. On
     SIGTERM or SIGINT the check's whole process group is ended, the worktree removed, and
-    Interrupted raised (issue 11: a cancelled CI job used to leave both behind)."""
+    Interrupted raised (issue 11: a cancelled CI job used to leave both behind).
+
+    When the command exits 0, the digest of the check-matrix record it wrote
+    (build/check-matrix.json in the worktree, as `nox -s check` writes it) is the
+    evidence the tag records; a check that wrote none gives None."""
     program = _program(command)
     tmp = Path(tempfile.mkdtemp(prefix="tierops-release-"))
     worktree = tmp / "worktree"
     output, returncode = "", -1
+    check_matrix: str | None = None
     with _SignalGuard() as guard:
         try:
             git.run(repo, ["worktree", "add", "--quiet", "--detach", str(worktree), commit])
@@ -564,6 +573,8 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
                 )
                 guard.terminate()  # a signal that came while it started
                 output, returncode = _communicate(guard, guard.proc)
+                if returncode == 0:
+                    check_matrix = read_digest(worktree / "build" / RECORD_NAME)
         finally:
             if guard.proc is not None and guard.proc.returncode is None:
                 # An error while it ran: never leave the check running on its own.
@@ -582,7 +593,7 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
             )
             error.exit_code = ExitCode(interrupted(guard.received))
             raise error
-    return Verification(commit, tuple(command), returncode, output)
+    return Verification(commit, tuple(command), returncode, output, check_matrix)
 
 
 def _communicate(guard: _SignalGuard, proc: subprocess.Popen[str]) -> tuple[str, int]:
