@@ -19,6 +19,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import nox
@@ -38,6 +39,19 @@ sys.path.insert(0, str(ROOT))
 from ci import bytecode, lint_scope  # noqa: E402  (stdlib only: safe in nox's own interpreter)
 
 _compiled = False
+
+# --- the check-matrix record (ci/stage.py, ci/record.py) --------------------------------
+# One id per nox invocation (nox imports this file once per run), or the CI job's own
+# (check.yml sets it, so a later step's `nox -s record` takes the same run's results).
+# Every stage's result carries it; the record takes only results of its own run.
+RUN_ENV = "TIEROPS_CHECK_RUN"
+RUN_ID = os.environ.get(RUN_ENV) or uuid.uuid4().hex
+
+
+def stage(session: nox.Session, name: str, *command: str, env: dict[str, str] | None = None) -> None:
+    """Run a stage's tool through `python -m ci.stage NAME -- COMMAND`: the same report
+    and exit code, plus its per-file result in build/check/NAME.json for the record."""
+    session.run("python", "-m", "ci.stage", name, "--", *command, env={**(env or {}), RUN_ENV: RUN_ID})
 
 
 def install(session: nox.Session, group: str) -> bool:
@@ -115,7 +129,7 @@ def generated(session: nox.Session) -> None:
     """Byte-identical check: prod/ equals what the generators produce (writes nothing)."""
     install(session, "runtime")
     compile_project(session)
-    session.run("python", "-m", "generators", "--check")
+    stage(session, "generated", "python", "-m", "generators", "--check")
 
 
 @nox.session
@@ -134,8 +148,8 @@ def lint(session: nox.Session) -> None:
     scope = lint_scope.scope(ROOT)
     for reason in scope.reasons:
         session.log(f"lint {reason}")
-    session.run(
-        "pre-commit", "run", "--all-files", "--show-diff-on-failure", env={"SKIP": ",".join(scope.skip)}
+    stage(
+        session, "lint", "pre-commit", "run", "--all-files", "--show-diff-on-failure", env={"SKIP": ",".join(scope.skip)}
     )
 
 
@@ -184,7 +198,7 @@ def compose(session: nox.Session) -> None:
     """
     install_compose(session)
     compile_project(session)
-    session.run("python", "-m", "validators.compose")
+    stage(session, "compose", "python", "-m", "validators.compose")
 
 
 @nox.session(name="compose-bench", default=False)
@@ -204,7 +218,7 @@ def collector(session: nox.Session) -> None:
     """
     install_compose(session)  # it renders each file with compose first
     compile_project(session)
-    session.run("python", "-m", "ci.collector_validate", *session.posargs)
+    stage(session, "collector", "python", "-m", "ci.collector_validate", *session.posargs)
 
 
 @nox.session(name="ci-report", default=False)
@@ -219,7 +233,7 @@ def ci_report(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the packages."""
     install(session, "typecheck")
-    session.run("mypy")
+    stage(session, "typecheck", "mypy")
 
 
 @nox.session(default=False)
@@ -244,11 +258,12 @@ def validate(session: nox.Session) -> None:
 
     Takes no posargs on purpose: nox hands `check`'s posargs to every prerequisite.
     Under GitHub Actions (`GITHUB_ACTIONS=true`) findings also become annotations, and
-    this is the only place that makes them.
+    this is the only place that makes them: the stage asks for JSON (the record's data)
+    and prints it as `--format auto` would.
     """
     install(session, "runtime")
     compile_project(session)
-    session.run("python", "-m", "validators", "--format", "auto")
+    stage(session, "validate", "python", "-m", "validators", "--format", "json")
 
 
 @nox.session(default=False)
@@ -282,7 +297,7 @@ def diff(session: nox.Session) -> None:
     """
     install(session, "runtime")
     compile_project(session)
-    session.run("python", "-m", "rollout", "diff")
+    stage(session, "diff", "python", "-m", "rollout", "diff")  # the stage adds --format json|markdown
 
 
 @nox.session
@@ -290,13 +305,26 @@ def plan(session: nox.Session) -> None:
     """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
     install(session, "runtime")
     compile_project(session)
-    session.run("python", "-m", "rollout", "plan")
+    stage(session, "plan", "python", "-m", "rollout", "plan")
+
+
+@nox.session
+def record(session: nox.Session) -> None:
+    """The check-matrix record of this run: build/check-matrix.json and .md (ci/record.py).
+
+    The last prerequisite of `check`: nox runs it after the stages even when one of
+    them failed (the record shows which); a stage that did not run in this nox
+    invocation is "not run". Takes no posargs (they would be `check`'s).
+    """
+    install(session, "runtime")
+    compile_project(session)
+    session.run("python", "-m", "ci.record", env={RUN_ENV: RUN_ID})
 
 
 @nox.session(
     venv_backend="none",
-    requires=["generated", "validate", "compose", "lint", "typecheck", "diff", "plan"],
+    requires=["generated", "validate", "compose", "lint", "typecheck", "diff", "plan", "record"],
 )
 def check(session: nox.Session) -> None:
     """The main job: every check of the repository's own prod/ and code (not the tests)."""
-    session.log("check: every required session passed")
+    session.log("check: every required session passed; the record is build/check-matrix.json")

@@ -16,8 +16,16 @@ tags; the record is a small line-oriented text, written once:
     tierops-release: 1
     commit: <40 hex: the tagged commit>
     verify: passed: nox -s check          (or: skipped (--no-verify), skipped (override): ...)
+    check-matrix: sha256:<64 hex>         (only when the check at the commit wrote a record)
     service: prod/<file>.yaml <service> <12 hex>
     ...
+
+`check-matrix:` is the evidence: the digest (tierops.checkmatrix.digest, durations
+left out) of the build/check-matrix.json that the check at this commit wrote, so the
+tag says which verdicts, inputs and tool versions it was made on, and anybody can
+run the check at the commit and compare (`python -m ci.record --digest`). It is an
+added line of format 1: older tools skip it (unknown lines are skipped), and records
+without it (older tags, --no-verify, a check from before the record) read as None.
 
 One `service:` line per prod file and service: a short content hash of the service's
 normalised definition (tierops.compose.service_digest), plus the top-level `configs:`
@@ -46,6 +54,7 @@ from tierops.errors import InputError, RefusedError, UsageError
 # names for one number, and a suffix (`-rc`) is somebody else's tag.
 RELEASE_TAG = re.compile(r"^v0\.0\.(0|[1-9][0-9]*)$")
 RECORD_FORMAT = "1"
+CHECK_MATRIX = re.compile(r"^sha256:[0-9a-f]{64}$")
 PROD_DIR = "prod"
 DIGEST_LENGTH = 12
 DEFAULT_MIN_TAG_AGE_HOURS = 48
@@ -95,6 +104,7 @@ class Record:
     commit: str
     verify: str  # VERIFY_PASSED, VERIFY_SKIPPED or "skipped (override): ..."
     digests: Mapping[str, Mapping[str, str]]  # prod file -> service -> digest
+    check_matrix: str | None = None  # "sha256:<64 hex>" of the check's record; None: none was written
 
     @property
     def verified(self) -> bool:
@@ -132,6 +142,8 @@ def format_message(name: str, record: Record) -> str:
         f"commit: {record.commit}",
         f"verify: {record.verify}",
     ]
+    if record.check_matrix is not None:
+        lines.append(f"check-matrix: {record.check_matrix}")
     for file in sorted(record.digests):
         for service, digest in sorted(record.digests[file].items()):
             lines.append(f"service: {file} {service} {digest}")
@@ -150,7 +162,7 @@ def parse_message(text: str) -> Record | None:
         # Unknown lines are skipped, not refused: a signature block or a field added by
         # a later format version must not make older tools lose every release.
         key, sep, value = raw.partition(": ")
-        if not sep or key not in ("tierops-release", "commit", "verify", "service"):
+        if not sep or key not in ("tierops-release", "commit", "verify", "check-matrix", "service"):
             continue
         if key == "service":
             parts = value.rsplit(" ", 2)  # the path may not contain spaces, but never assume
@@ -168,7 +180,10 @@ def parse_message(text: str) -> Record | None:
     commit = fields.get("commit", "")
     if not re.fullmatch(r"[0-9a-f]{40}", commit):
         raise RecordError("no valid 'commit:' line")
-    return Record(commit, fields.get("verify", "unknown"), digests)
+    check_matrix = fields.get("check-matrix")
+    if check_matrix is not None and not CHECK_MATRIX.fullmatch(check_matrix):
+        raise RecordError(f"malformed check-matrix line {check_matrix!r} (want sha256:<64 hex>)")
+    return Record(commit, fields.get("verify", "unknown"), digests, check_matrix)
 
 
 def definition_digests(document: Any) -> dict[str, str]:
@@ -203,7 +218,7 @@ def _config_sources(value: Any) -> list[str]:
     return refs
 
 
-def record_for_commit(repo: Path, commit: str, verify: str) -> Record:
+def record_for_commit(repo: Path, commit: str, verify: str, check_matrix: str | None = None) -> Record:
     """Hash every prod file at `commit` (read from git objects, not the working tree)."""
     from rollout.normalize import load_documents
 
@@ -228,7 +243,7 @@ def record_for_commit(repo: Path, commit: str, verify: str) -> Record:
                 where=where,
                 hint="a commit whose prod files do not parse cannot be a rollback point; fix main first",
             ) from None
-    return Record(commit, verify, digests)
+    return Record(commit, verify, digests, check_matrix)
 
 
 # --------------------------------------------------------------------------- tags

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -62,6 +63,8 @@ from rollout.release import (
     tag_number,
     version_order,
 )
+from tierops.checkmatrix import RECORD_NAME, read_digest
+from tierops.secrets import secret_key
 from tierops.errors import RefusedError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode, interrupted
 
@@ -443,6 +446,9 @@ class Verification:
     command: tuple[str, ...]
     returncode: int
     output: str
+    # The digest of the check-matrix record the check wrote in the worktree
+    # (tierops.checkmatrix), read before the worktree is removed; None without one.
+    check_matrix: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -480,6 +486,26 @@ def _program(command: Sequence[str]) -> str:
             hint=f"install it (README: nox), set --verify-command or {VERIFY_ENV}, or use --no-verify",
         )
     return program
+
+
+# git's per-process configuration (release.yml hands the push credential to git this
+# way) and its prompts: the check never needs them.
+_GIT_CREDENTIAL_ENV = re.compile(r"^(GIT_CONFIG_(COUNT|KEY_\d+|VALUE_\d+|PARAMETERS)|GIT_ASKPASS|SSH_ASKPASS)$")
+
+
+def check_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the check runs in: the caller's, without its credentials.
+
+    The check runs code installed from PyPI; the tag's push token (GITHUB_TOKEN in
+    release.yml), git's per-process credential configuration and anything named like a
+    secret (tierops.secrets) stay with `release tag`. A virtualenv of the caller (nox's
+    `release` session) must not leak into the check's own sessions either.
+    """
+    return {
+        key: value
+        for key, value in environ.items()
+        if key != "VIRTUAL_ENV" and not _GIT_CREDENTIAL_ENV.match(key) and not secret_key(key)
+    }
 
 
 class Interrupted(TieropsError):
@@ -537,18 +563,21 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
     The command runs in a session (process group) of its own. The worktree and everything
     the command wrote into it (nox's .nox/) are removed afterwards, whatever happened. On
     SIGTERM or SIGINT the check's whole process group is ended, the worktree removed, and
-    Interrupted raised (issue 11: a cancelled CI job used to leave both behind)."""
+    Interrupted raised (issue 11: a cancelled CI job used to leave both behind).
+
+    When the command exits 0, the digest of the check-matrix record it wrote
+    (build/check-matrix.json in the worktree, as `nox -s check` writes it) is the
+    evidence the tag records; a check that wrote none gives None."""
     program = _program(command)
     tmp = Path(tempfile.mkdtemp(prefix="tierops-release-"))
     worktree = tmp / "worktree"
     output, returncode = "", -1
+    check_matrix: str | None = None
     with _SignalGuard() as guard:
         try:
             git.run(repo, ["worktree", "add", "--quiet", "--detach", str(worktree), commit])
             if guard.received is None:
-                # A virtualenv of the caller (e.g. nox's `release` session) must not leak
-                # into the check's own sessions.
-                env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+                env = check_environment(os.environ)
                 # stdin closed: a check that waits for input must fail in CI, not hang it.
                 # Its own session: a signal to this process must not orphan nox's sessions,
                 # and a terminal's Ctrl-C reaches the check only through the guard.
@@ -564,6 +593,8 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
                 )
                 guard.terminate()  # a signal that came while it started
                 output, returncode = _communicate(guard, guard.proc)
+                if returncode == 0:
+                    check_matrix = read_digest(worktree / "build" / RECORD_NAME)
         finally:
             if guard.proc is not None and guard.proc.returncode is None:
                 # An error while it ran: never leave the check running on its own.
@@ -582,7 +613,7 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
             )
             error.exit_code = ExitCode(interrupted(guard.received))
             raise error
-    return Verification(commit, tuple(command), returncode, output)
+    return Verification(commit, tuple(command), returncode, output, check_matrix)
 
 
 def _communicate(guard: _SignalGuard, proc: subprocess.Popen[str]) -> tuple[str, int]:

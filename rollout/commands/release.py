@@ -68,8 +68,9 @@ took the number first, the remote's tags are read again and the next number is t
 
 HISTORY_DESCRIPTION = f"""\
 List the release tags at which the definition of FILE's services (all of them, or the
-ones named) changed, newest first, with the commit date, the tag date and whether the
-tag is deployable yet: compose-manager refuses a tag whose commit is younger than
+ones named) changed, newest first, with the commit date, the tag date, the evidence
+(the first 12 hex of the check-matrix digest the tag records; `-` for none) and
+whether the tag is deployable yet: compose-manager refuses a tag whose commit is younger than
 MIN_TAG_AGE_HOURS (--min-tag-age-hours, else ${release.MIN_TAG_AGE_ENV}, else
 {release.DEFAULT_MIN_TAG_AGE_HOURS}). v0.0.* tags that are not release tags are listed as
 ignored, with the reason. Reads the tags of this clone: `git fetch --tags` first; a
@@ -198,6 +199,7 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
             f"after {plan.after}, oldest first"
         )
     for commit in plan.commits:
+        check_matrix: str | None = None
         if command is None:
             verified = release.VERIFY_SKIPPED
         else:
@@ -217,7 +219,8 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
                 )
                 return ExitCode.FINDINGS
             verified = command.recorded()
-        record = release.record_for_commit(repo, commit, verified)
+            check_matrix = outcome.check_matrix
+        record = release.record_for_commit(repo, commit, verified, check_matrix)
         created = tags.create(repo, plan, commit, functools.partial(_message, record=record))
         for skipped in created.skipped:
             print(
@@ -237,7 +240,8 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
             if record.verified
             else f"NOT verified: {record.verify.partition(':')[0]}"
         )
-        print(f"created {created.name} on {commit[:12]} ({how}){pushed}")
+        evidence = f"; check matrix {record.check_matrix[:19]}" if record.check_matrix else ""
+        print(f"created {created.name} on {commit[:12]} ({how}{evidence}){pushed}")
     return ExitCode.OK
 
 
@@ -257,7 +261,7 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
     what = f"{file} {' '.join(found.services)}" if found.services else f"{file} (all services)"
     print(f"{what}: {len(found.changes)} definitions in {found.tags_read} release tags, newest first")
     print(f"age gate: MIN_TAG_AGE_HOURS={gate.hours} on the commit date; now {release.format_time(now)}")
-    rows = [("tag", "commit", "committed", "tagged", "deployable", "definition", "")]
+    rows = [("tag", "commit", "committed", "tagged", "deployable", "definition", "check matrix", "")]
     for change in found.changes:
         tag = change.tag
         unverified = tag.record.unverified
@@ -271,6 +275,8 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
                 tagged,
                 gate.describe(tag, now),
                 change.digest,
+                # The evidence: the first 12 hex of the check-matrix digest, "-" for none.
+                tag.record.check_matrix.removeprefix("sha256:")[:12] if tag.record.check_matrix else "-",
                 note,
             )
         )
@@ -362,6 +368,7 @@ def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, 
             "deployable_from": release.format_time(gate.deployable_from(tag)),
             "verified": tag.record.verified,
             "verify": tag.record.verify,
+            "check_matrix": tag.record.check_matrix,
             "digests": {name: tag.record.digests[plan.file].get(name) for name in plan.services},
         }
 

@@ -107,15 +107,15 @@ def test_history_of_r2_lists_its_three_changes_and_its_first_record_newest_first
     assert capsys.readouterr().out == (
         f"{LONG} {R2}: 4 definitions in 6 release tags, newest first\n"
         "age gate: MIN_TAG_AGE_HOURS=48 on the commit date; now 2026-10-11T12:00:00Z\n"
-        "tag     commit        committed             tagged                deployable  definition\n"
+        "tag     commit        committed             tagged                deployable  definition    check matrix\n"
         f"v0.0.5  {short['v0.0.5']}  2026-10-05T12:00:00Z  2026-10-05T12:10:00Z  yes         "
-        f"{digests['v0.0.5']}  changed; tagged with --no-verify\n"
+        f"{digests['v0.0.5']}  -             changed; tagged with --no-verify\n"
         f"v0.0.4  {short['v0.0.4']}  2026-10-04T12:00:00Z  2026-10-04T12:10:00Z  yes         "
-        f"{digests['v0.0.4']}  changed; tagged with --no-verify\n"
+        f"{digests['v0.0.4']}  -             changed; tagged with --no-verify\n"
         f"v0.0.2  {short['v0.0.2']}  2026-10-02T12:00:00Z  2026-10-02T12:10:00Z  yes         "
-        f"{digests['v0.0.2']}  changed; tagged with --no-verify\n"
+        f"{digests['v0.0.2']}  -             changed; tagged with --no-verify\n"
         f"v0.0.1  {short['v0.0.1']}  2026-10-01T12:00:00Z  2026-10-01T12:10:00Z  yes         "
-        f"{digests['v0.0.1']}  first recorded; tagged with --no-verify\n"
+        f"{digests['v0.0.1']}  -             first recorded; tagged with --no-verify\n"
     )
     assert len({digests[name] for name in ("v0.0.5", "v0.0.4", "v0.0.2", "v0.0.1")}) == 4
     assert digests["v0.0.6"] == digests["v0.0.5"] and digests["v0.0.3"] == digests["v0.0.2"]

@@ -1,0 +1,364 @@
+"""`python -m ci.comment`: the one sticky check-matrix comment on a pull request.
+
+Run by .github/workflows/check-comment.yml, a `workflow_run` job of the *base*
+repository that holds the write token and never checks out or runs the pull
+request's code. Its only input from the pull request's run is the `check-matrix`
+artifact, which code from a fork may have written; so this module treats it as data:
+
+- only regular files with known names are read, each with a size limit, never
+  executed, never extracted by us (the download action unpacks it into an empty
+  directory of the runner);
+- the record must parse and validate against ci/check-matrix.schema.json of the
+  base checkout (ci/record_schema.py, stdlib only: nothing is installed here);
+- the comment is rendered *here*, by the base repository's ci/matrix_markdown.py,
+  from the validated record; the diff's and plan's Markdown are size-limited and
+  their @-mentions defused, and the whole body stays under GitHub's 65,536;
+- the pull-request number the artifact names is only a hint: the comment is posted
+  only when GitHub says that pull request's head is the commit the run checked
+  (`workflow_run.head_sha`, which GitHub, not the artifact, supplies).
+
+Then one comment per pull request, found by its hidden marker and its author: none
+yet, create it; one with another body, edit it in place; the same body, leave it.
+HTTP is stdlib `urllib`; redirects are refused, so the token only ever goes to the
+API base URL.
+
+    $ GITHUB_TOKEN=... python -m ci.comment --artifact DIR --repo o/r --head-sha SHA
+    created comment 1234 on o/r#7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from ci import matrix_markdown, record_schema
+from tierops.checkmatrix import RECORD_NAME
+from tierops.cli import guarded, parse
+from tierops.errors import InputError, TieropsError, UsageError
+from tierops.exitcodes import ExitCode, epilog
+
+SCHEMA = Path(__file__).resolve().parent / "check-matrix.schema.json"
+DEFAULT_API = "https://api.github.com"
+DEFAULT_AUTHOR = "github-actions[bot]"  # who the workflow's GITHUB_TOKEN posts as
+# What the artifact may hold and how large each may be (bytes). The record is small
+# (a few KiB per prod file); the diff and plan are capped at the step summary's size.
+LIMITS = {
+    RECORD_NAME: 4 << 20,
+    "check/diff.md": 1 << 20,
+    "check/plan.md": 1 << 20,
+    "pull-request.json": 1 << 10,
+}
+RESPONSE_LIMIT = 16 << 20
+PER_PAGE = 100
+MAX_PAGES = 100  # 10,000 comments: a pull request with more is not ours to page through
+TIMEOUT_S = 30.0
+_MENTION = re.compile(r"(?<![\w`/.@-])@(?=[A-Za-z0-9])")
+
+
+class GitHubError(TieropsError):
+    """The API refused or failed a request."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+# --------------------------------------------------------------------------- the artifact
+
+
+@dataclass(frozen=True)
+class Artifact:
+    record: dict[str, Any]
+    diff_markdown: str | None
+    plan_markdown: str | None
+    pull_request: int
+
+
+def _read_limited(directory: Path, name: str) -> bytes | None:
+    """The bytes of `directory/name` when it is a regular file inside `directory` within
+    its size limit; None when absent. A link, a directory or an oversized file is refused."""
+    path = directory / name
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.is_symlink() or not path.is_file():
+        raise InputError(f"{name} in the artifact is not a regular file", where=str(directory))
+    root = directory.resolve()
+    if root not in path.resolve().parents:
+        raise InputError(f"{name} resolves outside the artifact", where=str(directory))
+    limit = LIMITS[name]
+    with path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"{name} is larger than {limit} bytes", where=str(directory))
+    return data
+
+
+def _json(data: bytes, name: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise InputError(f"{name} is not JSON: {type(error).__name__}", where="the artifact") from None
+
+
+def defuse(markdown: str) -> str:
+    """Markdown from the artifact, made unable to notify anybody or to pose as the marker."""
+    text = markdown.replace("\x00", "").replace(matrix_markdown.MARKER, "")
+    return _MENTION.sub("@\u200b", text)
+
+
+def load_artifact(directory: Path, schema: Mapping[str, Any] | None = None) -> Artifact:
+    """Read and validate the artifact; InputError (exit 2) on anything unexpected."""
+    if not directory.is_dir():
+        raise InputError("the artifact directory does not exist", where=str(directory))
+    raw = _read_limited(directory, RECORD_NAME)
+    if raw is None:
+        raise InputError(f"the artifact has no {RECORD_NAME}", where=str(directory))
+    record = _json(raw, RECORD_NAME)
+    problems = record_schema.validate(record, schema or json.loads(SCHEMA.read_text(encoding="utf-8")))
+    if problems:
+        raise InputError(
+            f"{RECORD_NAME} does not match ci/check-matrix.schema.json: {problems[0]}"
+            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+            where="the artifact",
+        )
+    info_raw = _read_limited(directory, "pull-request.json")
+    info = _json(info_raw, "pull-request.json") if info_raw is not None else None
+    number = info.get("number") if isinstance(info, dict) else None
+    if not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 1 << 31:
+        raise InputError("pull-request.json names no pull request number", where="the artifact")
+    sections: dict[str, str | None] = {}
+    for key in ("diff", "plan"):
+        data = _read_limited(directory, f"check/{key}.md")
+        try:
+            sections[key] = defuse(data.decode("utf-8")) if data is not None else None
+        except UnicodeDecodeError:
+            sections[key] = None  # not text: shown as "did not run", never passed through
+    return Artifact(record, sections["diff"], sections["plan"], number)
+
+
+def comment_body(artifact: Artifact, run_url: str | None) -> str:
+    return matrix_markdown.render(
+        artifact.record,
+        artifact.diff_markdown,
+        artifact.plan_markdown,
+        limit=matrix_markdown.COMMENT_LIMIT,
+        run_url=run_url,
+        marker=True,
+    )
+
+
+# --------------------------------------------------------------------------- the API
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect would carry the token to another URL: refuse it."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    data: Any
+    headers: Message
+
+
+class GitHub:
+    """The few REST endpoints the comment needs, with a token, against `base`."""
+
+    def __init__(self, base: str, token: str, repo: str) -> None:
+        if not re.fullmatch(r"https?://[^\s/]+(/[^\s]*)?", base):
+            raise UsageError(f"not an API URL: {base!r}")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
+            raise UsageError(f"not a repository name: {repo!r} (want OWNER/NAME)")
+        self.base = base.rstrip("/")
+        self.token = token
+        self.repo = repo
+        self.opener = urllib.request.build_opener(_NoRedirects())
+
+    def request(self, method: str, url: str, body: Mapping[str, Any] | None = None) -> Response:
+        if not url.startswith(self.base + "/"):
+            raise GitHubError(f"refusing to send the token to {url} (not under {self.base})")
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        request = urllib.request.Request(url, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/vnd.github+json")
+        request.add_header("X-GitHub-Api-Version", "2022-11-28")
+        request.add_header("User-Agent", "tierops-check-matrix")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with self.opener.open(request, timeout=TIMEOUT_S) as response:
+                payload = response.read(RESPONSE_LIMIT + 1)
+                status, headers = response.status, response.headers
+        except urllib.error.HTTPError as error:
+            raise GitHubError(f"{method} {_path(url)}: HTTP {error.code} {error.reason}") from None
+        except (urllib.error.URLError, OSError) as error:
+            raise GitHubError(f"{method} {_path(url)}: {error}") from None
+        if len(payload) > RESPONSE_LIMIT:
+            raise GitHubError(f"{method} {_path(url)}: response larger than {RESPONSE_LIMIT} bytes")
+        try:
+            parsed = json.loads(payload) if payload else None
+        except ValueError:
+            raise GitHubError(f"{method} {_path(url)}: response is not JSON") from None
+        return Response(status, parsed, headers)
+
+    def url(self, path: str, **query: str | int) -> str:
+        suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+        return f"{self.base}/repos/{self.repo}/{path}{suffix}"
+
+    def comments(self, number: int) -> Iterator[dict[str, Any]]:
+        """Every comment of issue or pull request `number`, oldest first, page by page."""
+        url: str | None = self.url(f"issues/{number}/comments", per_page=PER_PAGE)
+        for _ in range(MAX_PAGES):
+            if url is None:
+                return
+            response = self.request("GET", url)
+            if not isinstance(response.data, list):
+                raise GitHubError(f"GET {_path(url)}: not a list of comments")
+            yield from (item for item in response.data if isinstance(item, dict))
+            url = next_link(response.headers.get("Link"))
+        raise GitHubError(f"more than {MAX_PAGES} pages of comments on #{number}")
+
+    def pull_request(self, number: int) -> dict[str, Any]:
+        data = self.request("GET", self.url(f"pulls/{number}")).data
+        if not isinstance(data, dict):
+            raise GitHubError(f"GET pulls/{number}: not a pull request")
+        return data
+
+
+def next_link(header: str | None) -> str | None:
+    """The `rel="next"` URL of an RFC 8288 Link header, as GitHub paginates."""
+    for part in (header or "").split(","):
+        match = re.fullmatch(r'\s*<([^>]+)>\s*;\s*rel="?next"?\s*', part)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _path(url: str) -> str:
+    return urllib.parse.urlsplit(url).path
+
+
+# --------------------------------------------------------------------------- the comment
+
+
+@dataclass(frozen=True)
+class Posted:
+    action: str  # "created", "updated", "unchanged", or "skipped"
+    comment_id: int | None
+    reason: str = ""
+
+
+def find_comment(api: GitHub, number: int, author: str) -> dict[str, Any] | None:
+    """Our comment: the oldest one of `author` whose body starts with the marker. A
+    comment of anybody else that quotes the marker is never taken (nor could it be edited)."""
+    for comment in api.comments(number):
+        user = comment.get("user")
+        login = user.get("login") if isinstance(user, dict) else None
+        body = comment.get("body")
+        if login == author and isinstance(body, str) and body.startswith(matrix_markdown.MARKER):
+            return comment
+    return None
+
+
+def upsert(api: GitHub, number: int, body: str, author: str = DEFAULT_AUTHOR) -> Posted:
+    """Create the sticky comment, or edit it in place, or leave it when the body is the same."""
+    if not body.startswith(matrix_markdown.MARKER):
+        raise ValueError("a sticky comment body starts with the marker")
+    existing = find_comment(api, number, author)
+    if existing is None:
+        created = api.request("POST", api.url(f"issues/{number}/comments"), {"body": body}).data
+        return Posted("created", _id(created))
+    if existing.get("body") == body:
+        return Posted("unchanged", _id(existing))
+    comment_id = _id(existing)
+    api.request("PATCH", api.url(f"issues/comments/{comment_id}"), {"body": body})
+    return Posted("updated", comment_id)
+
+
+def _id(comment: Any) -> int:
+    value = comment.get("id") if isinstance(comment, dict) else None
+    if not isinstance(value, int):
+        raise GitHubError("a comment without an id")
+    return value
+
+
+def post(api: GitHub, artifact: Artifact, head_sha: str, *, run_url: str | None, author: str) -> Posted:
+    """Post the artifact's comment, if its pull request's head is still the checked commit."""
+    pull = api.pull_request(artifact.pull_request)
+    head = pull.get("head")
+    if not isinstance(head, dict) or head.get("sha") != head_sha:
+        # A forged number (another pull request), or a newer push whose own run will post.
+        return Posted("skipped", None, f"#{artifact.pull_request}'s head is not {head_sha[:12]}")
+    if pull.get("state") != "open":
+        return Posted("skipped", None, f"#{artifact.pull_request} is {pull.get('state')}")
+    return upsert(api, artifact.pull_request, comment_body(artifact, run_url), author)
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m ci.comment",
+        description=__doc__,
+        epilog=epilog("not used"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--artifact", type=Path, required=True, help="the downloaded check-matrix artifact")
+    parser.add_argument("--repo", required=True, help="OWNER/NAME (github.repository)")
+    parser.add_argument(
+        "--head-sha", required=True, help="the commit the run checked (github.event.workflow_run.head_sha)"
+    )
+    parser.add_argument("--run-url", help="the run's page (github.event.workflow_run.html_url)")
+    parser.add_argument(
+        "--api-url",
+        default=os.environ.get("GITHUB_API_URL", DEFAULT_API),
+        help="default: $GITHUB_API_URL, else %(default)s",
+    )
+    parser.add_argument(
+        "--author", default=DEFAULT_AUTHOR, help="whose comment is ours (default: %(default)s)"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the body instead of posting")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(_parser(), argv)
+    if isinstance(args, int):
+        return args
+    return guarded(lambda: _run(args), tool="ci.comment")
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not re.fullmatch(r"[0-9a-f]{40}", args.head_sha):
+        raise UsageError(f"--head-sha {args.head_sha!r} is not a commit id")
+    artifact = load_artifact(args.artifact)
+    if args.dry_run:
+        print(comment_body(artifact, args.run_url), end="")
+        return ExitCode.OK
+    token = os.environ.get("GITHUB_TOKEN", "")
+    if not token:
+        raise UsageError("GITHUB_TOKEN is not set", hint="the workflow passes github.token")
+    api = GitHub(args.api_url, token, args.repo)
+    posted = post(api, artifact, args.head_sha, run_url=args.run_url, author=args.author)
+    where = f"{args.repo}#{artifact.pull_request}"
+    if posted.action == "skipped":
+        print(f"not posted to {where}: {posted.reason}")
+    else:
+        print(f"{posted.action} comment {posted.comment_id} on {where}")
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

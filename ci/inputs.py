@@ -1,0 +1,82 @@
+"""What a check verdict is a function of: the input files' hashes and the environment.
+
+`inputs(root)` hashes, per group, every file a stage reads as data: the prod files,
+the generators' source (the shared source, the targets and the code that renders
+them), the contracts, the flag manifest and the dummy environment. Its `digest`
+ties each stage result to the inputs it judged: ci/record.py accepts a result only
+when the digest it carries is the digest of the inputs now (ci/stage.py).
+
+`environment()` is the interpreter a stage ran in and every distribution installed
+there, so the record can say which tool versions gave the verdict. Stdlib only: it
+runs inside every session's environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import platform
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+# group -> (directory, glob patterns); every group is a list of files, hashed one by one.
+INPUT_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "prod": ("prod", ("*",)),
+    "generators": ("generators", ("*.yaml", "*.py")),
+    "contracts": ("validators/contracts", ("*",)),
+    "manifest": ("validators/manifest", ("*.json",)),
+    "dummy_env": ("ci", ("dummy.env",)),
+}
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def prod_files(root: Path) -> tuple[str, ...]:
+    """The matrix's rows: prod/*.yaml (and *.yml), repository-relative, sorted."""
+    found = [*root.glob("prod/*.yaml"), *root.glob("prod/*.yml")]
+    return tuple(sorted(path.relative_to(root).as_posix() for path in found if path.is_file()))
+
+
+def inputs(root: Path) -> dict[str, Any]:
+    """{"digest": "sha256:...", group: {path: sha256}}: dotfiles and caches excluded."""
+    groups: dict[str, dict[str, str]] = {}
+    for group, (directory, patterns) in INPUT_GROUPS.items():
+        files: dict[str, str] = {}
+        for pattern in patterns:
+            for path in sorted((root / directory).glob(pattern)):
+                if path.is_file() and not path.name.startswith("."):
+                    files[path.relative_to(root).as_posix()] = sha256_file(path)
+        groups[group] = dict(sorted(files.items()))
+    return {"digest": digest_of(groups), **groups}
+
+
+def digest_of(groups: Mapping[str, Any]) -> str:
+    text = json.dumps(groups, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def normalise(name: str) -> str:
+    """PEP 503: `ruamel.yaml` and `Ruamel_YAML` are one distribution."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def environment() -> dict[str, Any]:
+    """This interpreter and its installed distributions (normalised name -> version)."""
+    packages: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            packages[normalise(name)] = dist.version
+    return {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "packages": dict(sorted(packages.items())),
+    }

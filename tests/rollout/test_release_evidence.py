@@ -1,0 +1,105 @@
+"""A release tag records the check-matrix digest of the check that ran at its commit (issue 13),
+and `release history` shows it; records without it (older tags) stay readable."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from rollout import release
+from rollout.cli import main
+from tests.rollout.release_world import LONG, R2, T0, World, days, git, isolate_git, make_world, set_flag
+from tierops.checkmatrix import digest
+
+# A check that passes and writes a (minimal) record where `nox -s check` writes its own.
+RECORD = {"format": 1, "verdict": "pass", "stages": [{"name": "validate", "duration_s": 0.31}]}
+WRITES_RECORD = shlex.join(
+    [
+        sys.executable,
+        "-c",
+        "import pathlib; build = pathlib.Path('build'); build.mkdir(exist_ok=True); "
+        f"(build / 'check-matrix.json').write_text({json.dumps(RECORD)!r})",
+    ]
+)
+WRITES_NOTHING = shlex.join([sys.executable, "-c", "pass"])
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    isolate_git(monkeypatch, tmp_path)
+    return make_world(tmp_path)
+
+
+def message(world: World, name: str) -> str:
+    return git(world.a, "cat-file", "-p", name).split("\n\n", 1)[1]
+
+
+def test_the_tag_records_the_digest_of_the_record_the_check_wrote(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TIEROPS_RELEASE_VERIFY", WRITES_RECORD)
+    head = git(world.a, "rev-parse", "HEAD")
+    assert main(["release", "tag", "--repo", str(world.a), "--push"]) == 0
+
+    expected = digest(RECORD)
+    assert f"check-matrix: {expected}\n" in message(world, "v0.0.1")
+    record = release.parse_message(message(world, "v0.0.1"))
+    assert record is not None and record.check_matrix == expected and record.commit == head
+    assert f"check matrix {expected[:19]}" in capsys.readouterr().out
+    # the durations are not part of the evidence: a slower run gives the same digest
+    slower = json.loads(json.dumps(RECORD))
+    slower["stages"][0]["duration_s"] = 9.0
+    assert digest(slower) == expected
+
+
+def test_a_check_that_wrote_no_record_records_no_digest(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TIEROPS_RELEASE_VERIFY", WRITES_NOTHING)
+    assert main(["release", "tag", "--repo", str(world.a), "--push"]) == 0
+    assert "check-matrix:" not in message(world, "v0.0.1")
+    record = release.parse_message(message(world, "v0.0.1"))
+    assert record is not None and record.check_matrix is None
+
+
+def test_no_verify_records_no_digest(world: World) -> None:
+    assert main(["release", "tag", "--repo", str(world.a), "--push", "--no-verify"]) == 0
+    assert "check-matrix:" not in message(world, "v0.0.1")
+
+
+def test_history_shows_the_evidence_of_each_tag_and_a_dash_for_none(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["release", "tag", "--repo", str(world.a), "--push", "--no-verify"]) == 0
+    world.commit(world.a, "r2: 24", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    monkeypatch.setenv("TIEROPS_RELEASE_VERIFY", WRITES_RECORD)
+    assert main(["release", "tag", "--repo", str(world.a), "--push"]) == 0
+    monkeypatch.setattr(release, "utcnow", lambda: datetime(2026, 10, 30, tzinfo=T0.tzinfo))
+    capsys.readouterr()
+
+    assert main(["release", "history", LONG, R2, "--repo", str(world.a)]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split()[-2:] == ["check", "matrix"]
+    short = digest(RECORD).removeprefix("sha256:")[:12]
+    assert lines[3].split()[0] == "v0.0.2" and lines[3].split()[6] == short
+    assert lines[4].split()[0] == "v0.0.1" and lines[4].split()[6] == "-"
+
+
+def test_an_old_record_without_the_line_still_reads() -> None:
+    old = f"release v0.0.3 of {'a' * 12}\n\ntierops-release: 1\ncommit: {'a' * 40}\nverify: passed: nox -s check\n"
+    record = release.parse_message(old)
+    assert record is not None and record.check_matrix is None and record.verified
+
+
+def test_the_line_survives_formatting_and_parsing_and_a_malformed_one_is_refused() -> None:
+    record = release.Record("b" * 40, release.VERIFY_PASSED, {}, "sha256:" + "c" * 64)
+    assert release.parse_message(release.format_message("v0.0.4", record)) == record
+    broken = release.format_message("v0.0.4", record).replace("c" * 64, "not-a-digest")
+    with pytest.raises(release.RecordError, match="malformed check-matrix line"):
+        release.parse_message(broken)
