@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGES = ("generated", "validate", "compose", "lint", "typecheck", "diff", "plan")
+STAGES = ("generated", "validate", "compose", "lint", "typecheck", "diff", "plan", "record")
 FLAG = "PYTHONDONTWRITEBYTECODE"
 
 
