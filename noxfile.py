@@ -149,7 +149,13 @@ def lint(session: nox.Session) -> None:
     for reason in scope.reasons:
         session.log(f"lint {reason}")
     stage(
-        session, "lint", "pre-commit", "run", "--all-files", "--show-diff-on-failure", env={"SKIP": ",".join(scope.skip)}
+        session,
+        "lint",
+        "pre-commit",
+        "run",
+        "--all-files",
+        "--show-diff-on-failure",
+        env={"SKIP": ",".join(scope.skip)},
     )
 
 

@@ -64,9 +64,9 @@ from rollout.release import (
     version_order,
 )
 from tierops.checkmatrix import RECORD_NAME, read_digest
-from tierops.secrets import secret_key
 from tierops.errors import RefusedError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode, interrupted
+from tierops.secrets import secret_key
 
 VERIFY_ENV = "TIEROPS_RELEASE_VERIFY"
 MAX_ATTEMPTS = 5
@@ -490,7 +490,9 @@ def _program(command: Sequence[str]) -> str:
 
 # git's per-process configuration (release.yml hands the push credential to git this
 # way) and its prompts: the check never needs them.
-_GIT_CREDENTIAL_ENV = re.compile(r"^(GIT_CONFIG_(COUNT|KEY_\d+|VALUE_\d+|PARAMETERS)|GIT_ASKPASS|SSH_ASKPASS)$")
+_GIT_CREDENTIAL_ENV = re.compile(
+    r"^(GIT_CONFIG_(COUNT|KEY_\d+|VALUE_\d+|PARAMETERS)|GIT_ASKPASS|SSH_ASKPASS)$"
+)
 
 
 def check_environment(environ: Mapping[str, str]) -> dict[str, str]:

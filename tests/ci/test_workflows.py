@@ -317,7 +317,8 @@ def test_zizmor_pedantic_finds_nothing() -> None:
 def test_the_ignored_zizmor_findings_are_the_two_workflow_run_triggers() -> None:
     findings = _zizmor("--no-ignores")
     located = sorted(
-        (f["ident"], Path(f["locations"][0]["symbolic"]["key"]["Local"]["verbatim_path"]).name) for f in findings
+        (f["ident"], Path(f["locations"][0]["symbolic"]["key"]["Local"]["verbatim_path"]).name)
+        for f in findings
     )
     assert located == [("dangerous-triggers", "check-comment.yml"), ("dangerous-triggers", "release.yml")]
     for name in ("check-comment.yml", "release.yml"):
