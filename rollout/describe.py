@@ -70,6 +70,8 @@ def _pair(key: Any, value: Any) -> str:
 
 def describe(change: Change) -> str:
     """The one-line reading of a change (values already masked by the caller)."""
+    if change.op is Op.NOTE:
+        return f"note: {change.subject}"
     handler: Callable[[Change], str] = _HANDLERS.get(change.aspect, _generic)
     return handler(change)
 
