@@ -31,7 +31,7 @@ from typing import Any
 
 from tierops import canonical
 from tierops.argv import aliases_for, engine_program, split_argv
-from tierops.canonical import Project, Service
+from tierops.canonical import Problem, Project, Service
 from tierops.errors import InputError
 from tierops.yamlload import LoadError, Pos, YList, YMap, load_bytes
 
@@ -75,9 +75,21 @@ def read(data: bytes, *, where: str) -> Document:
         if "`services`" in problem.message:
             # Without a mapping of services every service would read as removed.
             raise InputError(problem.message, where=f"{where}:{problem.pos}")
+    for problem in service_problems(project):
+        raise InputError(problem.message, where=f"{where}:{problem.pos}")
     # Any other value Compose would refuse is compared as the model read it (the
     # validators report it); the diff's job is to show what changed.
     return Document(document_form(project), project, _blocks(loaded.documents, len(loaded.lines)))
+
+
+def service_problems(project: Project) -> list[Problem]:
+    """Problems that leave no words to compare: a command Compose cannot split."""
+    return [
+        problem
+        for service in project
+        for problem in service.problems
+        if problem.message.endswith("(compose refuses it)")
+    ]
 
 
 def from_data(data: Mapping[str, Any], *, where: str = "<data>") -> Document:
@@ -151,6 +163,8 @@ def service_form(fields: Mapping[str, Any]) -> dict[str, Any]:
         value = fields[key]
         if key in ARGV_KEYS:
             form[key] = None if value is None else argv_form(_words(value), aliases)
+        elif key in _BYTES:
+            form[key] = short_bytes(value)
         elif key == "stop_grace_period":
             form[key] = short_duration(value)
         elif key == "healthcheck" and isinstance(value, Mapping):
@@ -158,6 +172,21 @@ def service_form(fields: Mapping[str, Any]) -> dict[str, Any]:
         else:
             form[key] = value
     return form
+
+
+_BYTES = frozenset({"shm_size", "mem_limit", "mem_reservation", "memswap_limit"})
+_UNITS = (("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10))
+
+
+def short_bytes(value: Any) -> Any:
+    """Compose's count of bytes (`"34359738368"`) read as `32gb` (the same size)."""
+    if not isinstance(value, str) or not value.isdigit() or value == "0":
+        return value
+    count = int(value)
+    for unit, size in _UNITS:
+        if count % size == 0:
+            return f"{count // size}{unit}"
+    return value
 
 
 _DURATIONS = frozenset({"interval", "timeout", "start_period", "start_interval"})
