@@ -16,6 +16,7 @@ from rollout.diff import diff_document
 from rollout.forms import Document, read
 from rollout.snapshot import Snapshot
 from tierops.errors import InputError
+from tierops.yamlload import MAX_BYTES
 
 RENAME_SIMILARITY = 0.5
 
@@ -83,6 +84,9 @@ def find_renames(removed: dict[str, bytes], added: dict[str, bytes]) -> list[tup
     """(old, new) pairs whose lines are at least RENAME_SIMILARITY alike, best first."""
     if not removed or not added:
         return []
+    # A file the loader refuses anyway is never worth a quadratic line match.
+    removed = {name: data for name, data in removed.items() if len(data) <= MAX_BYTES}
+    added = {name: data for name, data in added.items() if len(data) <= MAX_BYTES}
     lines = {
         name: data.decode("utf-8", "replace").splitlines() for name, data in {**removed, **added}.items()
     }
