@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+
 from rollout.changes import ChangeSet, FileChange, Side, Status
 from rollout.diff import diff_document
 from rollout.forms import Document, read

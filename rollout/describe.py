@@ -131,7 +131,7 @@ def _flag_value(item: Any) -> str:
 
 
 def _keyed(noun: str) -> Any:
-    def render(change: Change) -> str:
+    def render(change: Change) -> str:  # noqa: PLR0911 (one return per kind of edit)
         if len(change.path) == 3:  # the whole mapping added or removed
             if change.op is Op.ADDED:
                 return f"+ {noun}: {_pairs(change.new)}"

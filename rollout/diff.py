@@ -174,7 +174,9 @@ def _notes(name: str, base: Document, head: Document, changes: Sequence[Change])
                 blocks.append(block)
     if blocks:
         fed = ", ".join(blocks)
-        notes.append(Change(Aspect.NOTE, Op.NOTE, prefix, f"changed through {fed} (merged into this service)"))
+        notes.append(
+            Change(Aspect.NOTE, Op.NOTE, prefix, f"changed through {fed} (merged into this service)")
+        )
     return notes
 
 
@@ -186,7 +188,9 @@ def _runtime(fields: Mapping[str, Any], document: Document, name: str) -> dict[s
     return reading
 
 
-def service_changes(prefix: tuple[Key, ...], old_form: Mapping[str, Any], new_form: Mapping[str, Any]) -> list[Change]:
+def service_changes(
+    prefix: tuple[Key, ...], old_form: Mapping[str, Any], new_form: Mapping[str, Any]
+) -> list[Change]:
     """Every change between two service forms, in reading order (image, argv, ...)."""
     keys = sorted(
         {str(key) for key in (*old_form, *new_form)},

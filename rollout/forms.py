@@ -145,14 +145,15 @@ def document_form(project: Project) -> dict[str, Any]:
 
 
 def program_of(fields: Mapping[str, Any]) -> str | None:
-    """"sglang", "vllm" or None: the engine the service runs (entrypoint + command, or image)."""
+    """ "sglang", "vllm" or None: the engine the service runs (entrypoint + command, or image)."""
     words = [*_words(fields.get("entrypoint")), *_words(fields.get("command"))]
     image = fields.get("image")
     return engine_program(words, image if isinstance(image, str) else None)
 
 
 def _words(value: Any) -> list[str]:
-    return [str(word) for word in value] if isinstance(value, list) else []
+    # The model's words are strings already (a non-string item is a recorded problem).
+    return value if isinstance(value, list) else []
 
 
 def service_form(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,7 +169,9 @@ def service_form(fields: Mapping[str, Any]) -> dict[str, Any]:
         elif key == "stop_grace_period":
             form[key] = short_duration(value)
         elif key == "healthcheck" and isinstance(value, Mapping):
-            form[key] = {name: short_duration(item) if name in _DURATIONS else item for name, item in value.items()}
+            form[key] = {
+                name: short_duration(item) if name in _DURATIONS else item for name, item in value.items()
+            }
         else:
             form[key] = value
     return form

@@ -164,7 +164,7 @@ def program_of(service: Mapping[str, Any]) -> str:
 
 
 def engine_of(service: Mapping[str, Any]) -> str | None:
-    """"sglang", "vllm" or None: the engine a service runs, by its words, else its image."""
+    """ "sglang", "vllm" or None: the engine a service runs, by its words, else its image."""
     image = service.get("image")
     return engine_program(words_of(service), image if isinstance(image, str) else None)
 

@@ -85,6 +85,11 @@ def test_a_string_command_and_its_list_form_are_the_same() -> None:
     old = compose('"sglang serve --model-path /m --tp-size 4"')
     new = compose("[sglang, serve, --model-path, /m, --tp-size, '4']")
     assert file_change(old, new).services == ()
+    report = render_text(changeset({"prod/x.yaml": old}, {"prod/x.yaml": new}))
+    assert report == (
+        "no changes in prod between base (bbbbbbb) and the working tree "
+        "(formatting, comments or spelling only in prod/x.yaml)\n"
+    )
 
 
 def test_sglang_aliases_are_one_flag_for_sglang() -> None:

@@ -55,7 +55,7 @@ SPELLINGS = [
         id="short or long depends_on",
     ),
     pytest.param(
-        '    command: "sh -c \'echo hi\'"\n', "    command: [sh, -c, echo hi]\n", id="string or list command"
+        "    command: \"sh -c 'echo hi'\"\n", "    command: [sh, -c, echo hi]\n", id="string or list command"
     ),
 ]
 
@@ -84,7 +84,9 @@ RUNTIME_SAME = [
     pytest.param("image: nearaidev/x:1", "image: docker.io/nearaidev/x:1", id="docker.io prefix"),
     pytest.param("cap_add: [SYS_ADMIN]", "cap_add: [CAP_SYS_ADMIN]", id="CAP_ prefix"),
     pytest.param(
-        "ulimits: {memlock: -1}", "ulimits: {memlock: {soft: -1, hard: -1}}", id="memlock one value or soft/hard"
+        "ulimits: {memlock: -1}",
+        "ulimits: {memlock: {soft: -1, hard: -1}}",
+        id="memlock one value or soft/hard",
     ),
 ]
 
@@ -182,8 +184,8 @@ def test_a_json_valued_label_is_diffed_per_key() -> None:
 
 
 def test_a_json_value_in_the_environment_is_diffed_per_item_too() -> None:
-    old = service("    environment:\n      DD_TAGS: '[\"a\", \"b\"]'\n")
-    new = service("    environment:\n      DD_TAGS: '[\"a\", \"c\"]'\n")
+    old = service('    environment:\n      DD_TAGS: \'["a", "b"]\'\n')
+    new = service('    environment:\n      DD_TAGS: \'["a", "c"]\'\n')
     assert text_lines(old, new)[1:] == ['  web: env DD_TAGS (JSON): - "b"; + "c"']
 
 

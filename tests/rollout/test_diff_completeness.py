@@ -24,8 +24,8 @@ from rollout.apply import apply_changes, apply_file
 from rollout.changes import ChangeSet, FileChange, Side, Status
 from rollout.compare import compare
 from rollout.diff import diff_document, same
-from rollout.masking import mask_file, mask_form
 from rollout.forms import EMPTY, Document, from_data, read
+from rollout.masking import mask_file, mask_form
 from rollout.snapshot import Snapshot, read_snapshot
 from tests.rollout.diffkit import LONG, ROOT, new_repo, run_cli, write
 
@@ -266,7 +266,11 @@ def assert_changeset_complete(changeset: ChangeSet, old: dict[str, bytes], new: 
             if file.status is not Status.ADDED
             else [EMPTY.form]
         )
-        after = load_documents(new[file.path], where="head") if file.status is not Status.REMOVED else [EMPTY.form]
+        after = (
+            load_documents(new[file.path], where="head")
+            if file.status is not Status.REMOVED
+            else [EMPTY.form]
+        )
         index = (file.document or 1) - 1
         base_doc = before[index] if index < len(before) else EMPTY.form
         head_doc = after[index] if index < len(after) else EMPTY.form
