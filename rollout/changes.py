@@ -87,6 +87,9 @@ class Change:
     head_index: int | None = None
     # Text configs only: the unified diff a reviewer reads (old/new hold the full texts).
     unified: tuple[str, ...] = ()
+    # Where the author wrote the value in the base and in the head file ("line:col"),
+    # for a service's changes: merge keys and anchors point into the block that holds it.
+    at: tuple[str | None, str | None] = (None, None)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -103,6 +106,8 @@ class Change:
             out["head_index"] = self.head_index
         if self.unified:
             out["unified"] = list(self.unified)
+        if self.at != (None, None):
+            out["at"] = list(self.at)
         return out
 
     @classmethod
@@ -116,6 +121,7 @@ class Change:
             new=data.get("new", ABSENT),
             head_index=data.get("head_index"),
             unified=tuple(data.get("unified", ())),
+            at=tuple(data.get("at", (None, None))),  # type: ignore[arg-type]
         )
 
 

@@ -41,8 +41,9 @@ from typing import Any
 
 from rollout.apply import ApplyError, apply_changes
 from rollout.changes import ABSENT, ASPECT_ORDER, Aspect, Change, FileChange, Key, Op, ServiceChange, Status
-from rollout.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, services_of
+from rollout.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, program_of, services_of
 from rollout.roles import Role, mounted_by, roles_of
+from tierops.argv import aliases_for, split_argv
 from tierops.canonical import runtime_form
 
 _KEY_ASPECTS: dict[str, Aspect] = {
@@ -135,6 +136,7 @@ def _diff_services(base: Document, head: Document, roles: Mapping[str, str]) -> 
             continue
         old_form = before[name]
         changes = [] if same(old_form, form) else service_changes(prefix, old_form, form)
+        changes = [_placed(change, base, head) for change in changes]
         changes += _notes(name, base, head, changes)
         if changes:
             result.append(ServiceChange(name, Status.CHANGED, role, tuple(changes)))
@@ -143,6 +145,32 @@ def _diff_services(base: Document, head: Document, roles: Mapping[str, str]) -> 
             removed = Change(Aspect.SERVICE, Op.REMOVED, ("services", name), name, old=form)
             result.append(ServiceChange(name, Status.REMOVED, roles.get(name, str(Role.OTHER)), (removed,)))
     return result
+
+
+def _placed(change: Change, base: Document, head: Document) -> Change:
+    """The change with where its value was written on each side (`line:col`)."""
+    name = str(change.path[1])
+    old_at = None if change.op is Op.ADDED else _written_at(base, name, change.path[2:])
+    new_at = None if change.op is Op.REMOVED else _written_at(head, name, change.path[2:])
+    return replace(change, at=(old_at, new_at))
+
+
+def _written_at(document: Document, name: str, rel: tuple[Key, ...]) -> str | None:
+    service = document.service(name)
+    if service is None or not rel:
+        return None
+    return str(service.at(*_model_path(service.fields, rel)))
+
+
+def _model_path(fields: Mapping[str, Any], rel: tuple[Key, ...]) -> tuple[Key, ...]:
+    """A compared-form path as a canonical-model path: argv item `i` is its flag's word."""
+    key = rel[0]
+    if key not in ARGV_KEYS or len(rel) < 3 or rel[1] != "args" or not isinstance(rel[2], int):
+        return rel
+    words = fields.get(str(key)) or []
+    split = split_argv(words, aliases_for(program_of(fields)))
+    indices = sorted([option.index for option in split.options] + [index for index, _ in split.positionals])
+    return (key, indices[rel[2]]) if rel[2] < len(indices) else (key,)
 
 
 RUNTIME_NOTE = "Compose recreates the container, although nothing changes at runtime"

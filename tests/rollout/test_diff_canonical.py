@@ -203,3 +203,25 @@ def test_our_own_engines_keep_their_role() -> None:
     file = file_change(text, text.replace('"0.80"', '"0.85"'))
     assert file.roles[R1] == "engine"
     assert file.roles["proxy-glm53"] == "proxy"
+
+
+def test_each_change_points_at_where_the_author_wrote_it_on_both_sides() -> None:
+    old = fixture("handwritten.yaml")
+    new = old.replace("vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.11.1").replace(
+        "--max-model-len 32768 --port=8000\n    labels:\n      - team=inference\n      - replica=2",
+        "--max-model-len 65536 --port=8000\n    labels:\n      - team=inference\n      - replica=2",
+    )
+    file = file_change(old, new)
+    placed = {
+        (service.name, change.subject): change.at
+        for service in file.services
+        for change in service.changes
+        if change.op is not Op.NOTE
+    }
+    # The image comes from `x-engine` (line 4); the flag is in vllm-b's own command.
+    assert placed == {
+        ("vllm-a", "image"): ("4:3", "4:3"),
+        ("vllm-b", "image"): ("4:3", "4:3"),
+        ("vllm-b", "--max-model-len"): ("33:14", "33:14"),
+    }
+    assert file.services[1].changes[0].to_json()["at"] == ["4:3", "4:3"]
