@@ -41,7 +41,7 @@ from typing import Any
 
 from rollout.apply import ApplyError, apply_changes
 from rollout.changes import ABSENT, ASPECT_ORDER, Aspect, Change, FileChange, Key, Op, ServiceChange, Status
-from rollout.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, program_of, services_of
+from rollout.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, program_of
 from rollout.roles import Role, mounted_by, roles_of
 from tierops.argv import aliases_for, split_argv
 from tierops.canonical import runtime_form
@@ -73,15 +73,16 @@ def diff_document(
     """The FileChange of one file; `base`/`head` None means the file is absent there."""
     before = base or EMPTY
     after = head or EMPTY
-    roles = {name: str(role) for name, role in roles_of(before.form).items()}
-    roles.update({name: str(role) for name, role in roles_of(after.form).items()})
-    users = dict(mounted_by(before.form))
-    users.update(mounted_by(after.form))
+    before_view, after_view = before.roles_view(), after.roles_view()
+    roles = {name: str(role) for name, role in roles_of(before_view).items()}
+    roles.update({name: str(role) for name, role in roles_of(after_view).items()})
+    users = dict(mounted_by(before_view))
+    users.update(mounted_by(after_view))
     services = _diff_services(before, after, roles)
     others: list[Change] = []
     for section in CONTENT_SECTIONS:
-        others += _diff_entries(section, before.form, after.form)
-    others += _diff_top_level(before.form, after.form)
+        others += _diff_entries(section, before.sections, after.sections)
+    others += _diff_top_level(before.sections, after.sections)
     if base is None:
         status = Status.ADDED
     elif head is None:
@@ -125,23 +126,26 @@ def _type_shape(value: Any) -> Any:
 
 
 def _diff_services(base: Document, head: Document, roles: Mapping[str, str]) -> list[ServiceChange]:
-    before, after = services_of(base.form), services_of(head.form)
+    before, after = base.fields, head.fields
     result: list[ServiceChange] = []
-    for name, form in after.items():
+    for name, fields in after.items():
         role = roles.get(name, str(Role.OTHER))
         prefix: tuple[Key, ...] = ("services", name)
         if name not in before:
-            added = Change(Aspect.SERVICE, Op.ADDED, prefix, name, new=form)
+            added = Change(Aspect.SERVICE, Op.ADDED, prefix, name, new=head.service_form(name))
             result.append(ServiceChange(name, Status.ADDED, role, (added,)))
             continue
-        old_form = before[name]
+        if same(before[name], fields):
+            continue  # Compose renders both alike: nothing to see, nothing to restart
+        old_form, form = base.service_form(name), head.service_form(name)
         changes = [] if same(old_form, form) else service_changes(prefix, old_form, form)
         changes = [_placed(change, base, head) for change in changes]
         changes += _notes(name, base, head, changes)
         if changes:
             result.append(ServiceChange(name, Status.CHANGED, role, tuple(changes)))
-    for name, form in before.items():
+    for name in before:
         if name not in after:
+            form = base.service_form(name)
             removed = Change(Aspect.SERVICE, Op.REMOVED, ("services", name), name, old=form)
             result.append(ServiceChange(name, Status.REMOVED, roles.get(name, str(Role.OTHER)), (removed,)))
     return result
@@ -209,7 +213,7 @@ def _notes(name: str, base: Document, head: Document, changes: Sequence[Change])
 
 
 def _runtime(fields: Mapping[str, Any], document: Document, name: str) -> dict[str, Any]:
-    form = services_of(document.form).get(name) or {}
+    form = document.service_form(name)
     reading = runtime_form(fields)
     for key in ARGV_KEYS:
         reading[key] = form.get(key)

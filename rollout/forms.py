@@ -43,15 +43,45 @@ CONTENT_SECTIONS = ("configs", "secrets")
 
 @dataclass
 class Document:
-    """One compose file as the diff reads it: its compared form and the model behind it."""
+    """One compose file as the diff reads it: the canonical model and its compared form.
 
-    form: dict[str, Any]
-    project: Project | None = None
+    Service forms are built on first use: the diff compares the canonical fields first
+    and builds the forms of the few services that differ (150 untouched services of a
+    200-service file cost one `==` each).
+    """
+
+    project: Project | None
+    # The compared form without its services (configs, secrets, networks, name, ...).
+    sections: dict[str, Any]
     # x- block name -> (first line, first line after it): where its text is written.
     blocks: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _forms: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def service(self, name: str) -> Service | None:
         return self.project.services.get(name) if self.project is not None else None
+
+    @property
+    def fields(self) -> dict[str, Mapping[str, Any]]:
+        """Every service's canonical fields, in file order (what roles are read from)."""
+        if self.project is None:
+            return {}
+        return {service.name: service.fields for service in self.project}
+
+    def service_form(self, name: str) -> dict[str, Any]:
+        form = self._forms.get(name)
+        if form is None:
+            service = self.service(name)
+            form = self._forms[name] = service_form(service.fields) if service is not None else {}
+        return form
+
+    @property
+    def form(self) -> dict[str, Any]:
+        """The whole compared form (what the change model applies to)."""
+        return {"services": {name: self.service_form(name) for name in self.fields}, **self.sections}
+
+    def roles_view(self) -> dict[str, Any]:
+        """Services as canonical fields plus the sections: what roles and mounts read."""
+        return {"services": self.fields, **self.sections}
 
     def block_at(self, pos: Pos) -> str | None:
         """The top-level `x-` block whose text holds `pos` (None outside every block)."""
@@ -61,7 +91,7 @@ class Document:
         return None
 
 
-EMPTY = Document({"services": {}, "configs": {}, "secrets": {}})
+EMPTY = Document(None, {"configs": {}, "secrets": {}})
 
 
 def read(data: bytes, *, where: str) -> Document:
@@ -79,7 +109,7 @@ def read(data: bytes, *, where: str) -> Document:
         raise InputError(problem.message, where=f"{where}:{problem.pos}")
     # Any other value Compose would refuse is compared as the model read it (the
     # validators report it); the diff's job is to show what changed.
-    return Document(document_form(project), project, _blocks(loaded.documents, len(loaded.lines)))
+    return Document(project, sections_form(project), _blocks(loaded.documents, len(loaded.lines)))
 
 
 def service_problems(project: Project) -> list[Problem]:
@@ -127,9 +157,9 @@ def _blocks(documents: Sequence[YMap], line_count: int) -> dict[str, tuple[int, 
     return blocks
 
 
-def document_form(project: Project) -> dict[str, Any]:
-    """The whole project in compared form."""
-    form: dict[str, Any] = {"services": {service.name: service_form(service.fields) for service in project}}
+def sections_form(project: Project) -> dict[str, Any]:
+    """The compared form of every top-level key but `services` (and the `x-` blocks)."""
+    form: dict[str, Any] = {}
     for key, value in project.sections.items():
         if key.startswith("x-"):
             continue
@@ -137,8 +167,8 @@ def document_form(project: Project) -> dict[str, Any]:
             form[key] = {str(name): entry_form(entry) for name, entry in value.items()}
         else:
             form[key] = value
-    # An absent section and an empty one mean the same: no services, no configs.
-    for section in ("services", *CONTENT_SECTIONS):
+    # An absent section and an empty one mean the same: no configs.
+    for section in CONTENT_SECTIONS:
         if not isinstance(form.get(section), dict):
             form[section] = {}
     return form
