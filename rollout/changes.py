@@ -121,7 +121,7 @@ class Change:
             new=data.get("new", ABSENT),
             head_index=data.get("head_index"),
             unified=tuple(data.get("unified", ())),
-            at=tuple(data.get("at", (None, None))),  # type: ignore[arg-type]
+            at=tuple(data.get("at", (None, None))),
         )
 
 

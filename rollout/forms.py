@@ -24,6 +24,7 @@ form) is stated on this form: see `rollout/apply.py`.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -124,9 +125,7 @@ def service_problems(project: Project) -> list[Problem]:
 
 def from_data(data: Mapping[str, Any], *, where: str = "<data>") -> Document:
     """A Document from plain data (JSON is YAML: the same reader as a file)."""
-    import json
-
-    return read(json.dumps(data).encode("utf-8"), where=where)
+    return read(json.dumps(data, default=str).encode("utf-8"), where=where)
 
 
 def load_documents(data: bytes, *, where: str) -> list[dict[str, Any]]:
