@@ -486,7 +486,9 @@ def deep_changes(
     """DeepDiff's report as Changes at `path`, or one whole-value change if it cannot be replayed."""
     if same(before, after):
         return []
-    relative = _deepdiff(before, after)
+    relative = _mapping_walk(before, after)
+    if relative is None:
+        relative = _deepdiff(before, after)
     if relative is not None and not _cascades(relative):
         changes = [
             Change(
@@ -511,6 +513,37 @@ def _replays(before: Any, after: Any, changes: list[Change], depth: int) -> bool
         return same(apply_changes(before, relative), after)
     except ApplyError:
         return False
+
+
+def _mapping_walk(before: Any, after: Any) -> list[tuple[Op, tuple[Key, ...], Any, Any]] | None:
+    """Nested mappings of scalars diffed key by key, in reading order; None when a list
+    (or a type change between a list and something else) differs: DeepDiff's turn.
+
+    Most keys without an aspect of their own (`ulimits`, `logging`, `deploy` once its
+    GPU ids are taken out) are mappings, and this saves importing DeepDiff for them.
+    """
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return None
+    result: list[tuple[Op, tuple[Key, ...], Any, Any]] = []
+
+    def walk(old: dict[str, Any], new: dict[str, Any], rel: tuple[Key, ...]) -> bool:
+        for key in [*new, *(key for key in old if key not in new)]:
+            if key not in old:
+                result.append((Op.ADDED, (*rel, key), ABSENT, new[key]))
+            elif key not in new:
+                result.append((Op.REMOVED, (*rel, key), old[key], ABSENT))
+            elif same(old[key], new[key]):
+                continue
+            elif isinstance(old[key], dict) and isinstance(new[key], dict):
+                if not walk(old[key], new[key], (*rel, key)):
+                    return False
+            elif isinstance(old[key], list) or isinstance(new[key], list):
+                return False
+            else:
+                result.append((Op.CHANGED, (*rel, key), old[key], new[key]))
+        return True
+
+    return result if walk(before, after, ()) else None
 
 
 def _deepdiff(before: Any, after: Any) -> list[tuple[Op, tuple[Key, ...], Any, Any]] | None:
