@@ -7,6 +7,7 @@ follow what a service runs; JSON-valued labels are diffed per item.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,11 @@ from typing import Any
 import pytest
 
 from rollout.changes import Aspect, Op, Status
+from rollout.diff import diff_document
+from rollout.forms import read
 from tests.rollout.diffkit import R1, file_change, fixture, new_repo, prod_text, run_cli, text_lines, write
+from tests.tierops.spellings import FAMILIES, family_file
+from tierops.errors import InputError
 
 SERVICE = """\
 services:
@@ -225,3 +230,27 @@ def test_each_change_points_at_where_the_author_wrote_it_on_both_sides() -> None
         ("vllm-b", "--max-model-len"): ("33:14", "33:14"),
     }
     assert file.services[1].changes[0].to_json()["at"] == ["4:3", "4:3"]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_spelling_variant_pair_is_a_change_exactly_when_compose_renders_it_differently(
+    family: str,
+) -> None:
+    # tests/tierops/test_equivalence.py proves, with the real binary, that two variants
+    # have equal canonical fields exactly when Compose renders them equal; here the diff
+    # must agree with those fields on every pair: no change, or at least one line.
+    documents = []
+    for body in FAMILIES[family]:
+        text, _ = family_file([body])
+        try:
+            documents.append(read(text.encode(), where="prod/x.yaml"))
+        except InputError:
+            continue  # a spelling Compose refuses: the diff reports it as an error
+    checked = 0
+    for base, head in itertools.permutations(documents, 2):
+        old, new = base.service("v0"), head.service("v0")
+        assert old is not None and new is not None
+        changed = [service.name for service in diff_document(base, head, path="prod/x.yaml").services]
+        assert ("v0" in changed) is (old.fields != new.fields), (old.raw, new.raw)
+        checked += 1
+    assert checked >= 2
