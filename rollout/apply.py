@@ -33,6 +33,8 @@ def apply_changes(root: Any, changes: Iterable[Change]) -> Any:
     removals: dict[tuple[Key, ...], list[int]] = {}
     insertions: dict[tuple[Key, ...], list[tuple[int, Any]]] = {}
     for change in changes:
+        if change.op is Op.NOTE:
+            continue  # a note edits nothing
         if not change.path:
             if change.op is Op.REMOVED:
                 raise ApplyError("cannot remove the root")

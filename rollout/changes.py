@@ -3,14 +3,17 @@
 Every rendering (text, Markdown, JSON) and the rollout plan are pure functions of a
 `ChangeSet`; none of them looks at the files again. The JSON form is the model itself
 (`ChangeSet.to_json()`), and `apply.py` proves it complete: applied to the base's
-compared form (`normalize.py`) it yields the head's.
+compared form (`forms.py`, over the canonical model) it yields the head's.
 
 A `Change` is one edit at one `path` in the compared form of a document:
 
 - `op="added"`: `path` names a new mapping key, or a new list item at its head index;
 - `op="removed"`: `path` names a mapping key, or a list item at its base index;
 - `op="changed"`: the value at `path` (base coordinates) is replaced by `new`; with
-  `head_index` set, the list item at base index `path[-1]` moves to `head_index`.
+  `head_index` set, the list item at base index `path[-1]` moves to `head_index`;
+- `op="note"` (aspect `note`): no edit; `path` names the service and `subject` is one
+  line a reviewer must read (the container is recreated although nothing changes at
+  runtime; the `x-` block that fed the changes).
 
 `subject` is what a reviewer calls the thing (`--chunked-prefill-size`, `HF_TOKEN`,
 `healthcheck.interval`); `aspect` groups changes the way reviewers think of them.
@@ -43,6 +46,7 @@ class Aspect(StrEnum):
     OTHER = "other"
     CONFIG = "config"
     TOP_LEVEL = "top-level"
+    NOTE = "note"  # not an edit: what a reviewer must know about the service's changes
 
 
 ASPECT_ORDER = {aspect: number for number, aspect in enumerate(Aspect)}
@@ -52,6 +56,7 @@ class Op(StrEnum):
     ADDED = "added"
     REMOVED = "removed"
     CHANGED = "changed"
+    NOTE = "note"  # `subject` is the note; applying the model skips it
 
 
 class _Absent:
@@ -82,6 +87,9 @@ class Change:
     head_index: int | None = None
     # Text configs only: the unified diff a reviewer reads (old/new hold the full texts).
     unified: tuple[str, ...] = ()
+    # Where the author wrote the value in the base and in the head file ("line:col"),
+    # for a service's changes: merge keys and anchors point into the block that holds it.
+    at: tuple[str | None, str | None] = (None, None)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -98,6 +106,8 @@ class Change:
             out["head_index"] = self.head_index
         if self.unified:
             out["unified"] = list(self.unified)
+        if self.at != (None, None):
+            out["at"] = list(self.at)
         return out
 
     @classmethod
@@ -111,6 +121,7 @@ class Change:
             new=data.get("new", ABSENT),
             head_index=data.get("head_index"),
             unified=tuple(data.get("unified", ())),
+            at=tuple(data.get("at", (None, None))),
         )
 
 

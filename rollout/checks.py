@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rollout.roles import Role, image_name
-from tierops.compose import SpellingError, command_tokens, gpu_device_ids, key_values, split_argv
+from rollout.roles import Role, SpellingError, command_tokens, gpu_device_ids, image_name, key_values
+from tierops.argv import split_argv
 
 VARIANT_LABEL = "tierops.otel.config_variant"
 

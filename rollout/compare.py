@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Any
 
 from rollout.changes import ChangeSet, FileChange, Side, Status
 from rollout.diff import diff_document
-from rollout.normalize import load_documents
+from rollout.forms import Document, read
 from rollout.snapshot import Snapshot
 from tierops.errors import InputError
+from tierops.yamlload import MAX_BYTES
 
 RENAME_SIMILARITY = 0.5
 
@@ -58,56 +58,36 @@ def compare_file(
     *,
     old_path: str | None = None,
 ) -> list[FileChange]:
-    """One FileChange per document (one for an ordinary single-document file)."""
+    """The FileChange of one file (a list: the callers collect every file's changes).
+
+    A file with several YAML documents is one project, merged as Compose merges them,
+    so inserting a document that changes nothing changes nothing here either.
+    """
     base_path = old_path or path
     try:
-        old_docs = _documents(old, base_path, base, "base")
-        new_docs = _documents(new, path, head, "head")
+        before = _document(old, base_path, base, "base")
+        after = _document(new, path, head, "head")
+        return [diff_document(before, after, path=path, old_path=old_path)]
     except InputError as error:
         return [FileChange(path=path, status=Status.ERROR, old_path=old_path, error=str(error))]
-    count = max(len(old_docs or ()), len(new_docs or ()))
-    results: list[FileChange] = []
-    for index in range(count):
-        before = _nth(old_docs, index)
-        after = _nth(new_docs, index)
-        document = index + 1 if count > 1 else None
-        try:
-            change = diff_document(
-                before,
-                after,
-                path=path,
-                old_path=old_path,
-                document=document,
-                where_base=f"{base_path} (base {base.short})",
-                where_head=f"{path} (head {head.short})",
-            )
-        except InputError as error:
-            change = FileChange(
-                path=path, status=Status.ERROR, old_path=old_path, document=document, error=str(error)
-            )
-        results.append(change)
-    return results
 
 
-def _documents(data: bytes | None, path: str, side: Side, which: str) -> list[dict[str, Any]] | None:
+def _document(data: bytes | None, path: str, side: Side, which: str) -> Document | None:
     if data is None:
         return None
     try:
-        return load_documents(data, where=path)
+        return read(data, where=path)
     except InputError as error:
         raise InputError(f"{error} (in the {which}, {side.describe()})") from None
-
-
-def _nth(documents: list[dict[str, Any]] | None, index: int) -> dict[str, Any] | None:
-    if documents is None or index >= len(documents):
-        return None
-    return documents[index]
 
 
 def find_renames(removed: dict[str, bytes], added: dict[str, bytes]) -> list[tuple[str, str]]:
     """(old, new) pairs whose lines are at least RENAME_SIMILARITY alike, best first."""
     if not removed or not added:
         return []
+    # A file the loader refuses anyway is never worth a quadratic line match.
+    removed = {name: data for name, data in removed.items() if len(data) <= MAX_BYTES}
+    added = {name: data for name, data in added.items() if len(data) <= MAX_BYTES}
     lines = {
         name: data.decode("utf-8", "replace").splitlines() for name, data in {**removed, **added}.items()
     }

@@ -70,6 +70,8 @@ def _pair(key: Any, value: Any) -> str:
 
 def describe(change: Change) -> str:
     """The one-line reading of a change (values already masked by the caller)."""
+    if change.op is Op.NOTE:
+        return f"note: {change.subject}"
     handler: Callable[[Change], str] = _HANDLERS.get(change.aspect, _generic)
     return handler(change)
 
@@ -101,9 +103,10 @@ def _argv(change: Change) -> str:  # noqa: PLR0911 (one return per kind of argv 
     tail = change.path[-1]
     if len(change.path) == 3:  # the whole command/entrypoint key
         noun = "entrypoint" if prefix else "command"
-        if change.op is Op.ADDED:
+        # Compose renders an unset command as null: null -> words is an added command.
+        if change.op is Op.ADDED or (change.op is Op.CHANGED and change.old is None):
             return f"+ {noun}: {argv_text(change.new)}"
-        if change.op is Op.REMOVED:
+        if change.op is Op.REMOVED or (change.op is Op.CHANGED and change.new is None):
             return f"- {noun}: {argv_text(change.old)}"
         return f"{noun}: {argv_text(change.old)} -> {argv_text(change.new)}"
     if tail == "program":
@@ -128,7 +131,7 @@ def _flag_value(item: Any) -> str:
 
 
 def _keyed(noun: str) -> Any:
-    def render(change: Change) -> str:
+    def render(change: Change) -> str:  # noqa: PLR0911 (one return per kind of edit)
         if len(change.path) == 3:  # the whole mapping added or removed
             if change.op is Op.ADDED:
                 return f"+ {noun}: {_pairs(change.new)}"
@@ -140,9 +143,67 @@ def _keyed(noun: str) -> Any:
             return f"+ {noun} {_pair(key, change.new)}"
         if change.op is Op.REMOVED:
             return f"- {noun} {_pair(key, change.old)}"
+        edits = json_edits(change.old, change.new)
+        if edits is not None:
+            return f"{noun} {key} (JSON): {'; '.join(edits) or 'same data, other spelling'}"
         return f"{noun} {key}: {_env_value(change.old)} -> {_env_value(change.new)}"
 
     return render
+
+
+def _json(value: Any) -> Any:
+    """A JSON array or object written as text (Datadog's `com.datadoghq.ad.*` labels), else None."""
+    if not isinstance(value, str) or not value.lstrip().startswith(("[", "{")):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, (list, dict)) else None
+
+
+def json_edits(old: Any, new: Any) -> list[str] | None:
+    """Per key or list item, what changed between two JSON texts (None: not both JSON)."""
+    before, after = _json(old), _json(new)
+    if before is None or after is None:
+        return None
+    edits: list[str] = []
+    _json_walk(before, after, "", edits)
+    return edits
+
+
+def _json_walk(before: Any, after: Any, where: str, edits: list[str]) -> None:
+    label = f"{where}: " if where else ""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in [*after, *(key for key in before if key not in after)]:
+            path = f"{where}.{key}" if where else str(key)
+            if key not in before:
+                edits.append(f"+ {path}: {_compact(after[key])}")
+            elif key not in after:
+                edits.append(f"- {path}: {_compact(before[key])}")
+            elif before[key] != after[key]:
+                _json_walk(before[key], after[key], path, edits)
+        return
+    if isinstance(before, list) and isinstance(after, list):
+        texts = [_compact(item) for item in before]
+        remaining = list(texts)
+        added: list[str] = []
+        for item in after:
+            text = _compact(item)
+            if text in remaining:
+                remaining.remove(text)
+            else:
+                added.append(text)
+        edits += [f"{label}- {text}" for text in remaining]
+        edits += [f"{label}+ {text}" for text in added]
+        if not remaining and not added and texts != [_compact(item) for item in after]:
+            edits.append(f"{label}same items, another order")
+        return
+    edits.append(f"{label}{_compact(before)} -> {_compact(after)}")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _env_value(value: Any) -> str:
@@ -166,12 +227,41 @@ def _items(noun: str) -> Any:
         if len(change.path) == 3:
             return _generic(change, f"{noun}s")
         if change.op is Op.ADDED:
-            return f"+ {noun} {show(change.new)}"
+            return f"+ {noun} {_item(change.new)}"
         if change.op is Op.REMOVED:
-            return f"- {noun} {show(change.old)}"
-        return f"{noun} {show(change.old)} -> {show(change.new)}"
+            return f"- {noun} {_item(change.old)}"
+        return f"{noun} {_item(change.old)} -> {_item(change.new)}"
 
     return render
+
+
+_PORT_KEYS = frozenset({"target", "published", "protocol", "mode", "host_ip"})
+_VOLUME_KEYS = frozenset({"type", "source", "target", "read_only", "bind", "volume"})
+
+
+def _item(value: Any) -> str:
+    """A port or volume in the short syntax people write, when it has one (else its data)."""
+    if isinstance(value, Mapping) and "target" in value and set(value) <= _PORT_KEYS and "type" not in value:
+        text = str(value["target"])
+        if value.get("published"):
+            text = f"{value['published']}:{text}"
+        if value.get("host_ip"):
+            text = f"{value['host_ip']}:{text}"
+        if value.get("protocol", "tcp") != "tcp":
+            text += f"/{value['protocol']}"
+        if value.get("mode", "ingress") != "ingress":
+            text += f" (mode {value['mode']})"
+        return show(text)
+    if (
+        isinstance(value, Mapping)
+        and value.get("type") in ("bind", "volume")
+        and set(value) <= _VOLUME_KEYS
+        and value.get("bind", {}) in ({}, {"create_host_path": True})
+        and value.get("volume", {}) == {}
+    ):
+        text = f"{value['source']}:{value['target']}" if value.get("source") else str(value["target"])
+        return show(text + (":ro" if value.get("read_only") else ""))
+    return show(value)
 
 
 def _depends(change: Change) -> str:
@@ -186,8 +276,15 @@ def _depends(change: Change) -> str:
 
 
 def _condition(spec: Any) -> str:
-    if isinstance(spec, Mapping) and set(spec) == {"condition"}:
-        return f"({spec['condition']})"
+    # Compose fills in `required: true`; only what differs from its defaults is shown.
+    if isinstance(spec, Mapping) and "condition" in spec:
+        extras = {key: value for key, value in spec.items() if key != "condition"}
+        if extras.get("required", True) is True:
+            extras.pop("required", None)
+        if not extras.get("restart", False):
+            extras.pop("restart", None)
+        if not extras:
+            return f"({spec['condition']})"
     return show(spec)
 
 

@@ -1,8 +1,10 @@
 """The semantic diff of one compose document: per service, per aspect, per flag.
 
-Services are first compared as loaded (one C-level `==` each), so the 150 untouched
-services of a 200-service file cost almost nothing; only services that differ are
-normalised (`normalize.py`) and taken apart by aspect:
+Both sides are read once into the canonical model (`forms.py` over
+`tierops/canonical.py`), so a change Compose would not see (`shm_size: "64"` for `64`,
+`$VAR` for `${VAR}`, `300s` for `5m`, short or long ports, a string healthcheck, an
+empty first document) is no change here and never restarts a service. Services whose
+forms are equal cost one `==`; the others are taken apart by aspect:
 
 - argv (`command`, `entrypoint`) as flags: items aligned as a sequence, then a removed
   and an added item of the same flag paired into "value changed" (a value that moves
@@ -14,6 +16,12 @@ normalised (`normalize.py`) and taken apart by aspect:
   (`ulimits.memlock`), and checked by applying it: when DeepDiff's list report cannot
   be replayed exactly (it cascades on lists of mappings), the key is reported as one
   whole-value change instead, so the model stays complete.
+
+Two kinds of note follow a service's changes (op `note`, ignored when the model is
+applied): that Compose recreates the container although nothing changes at runtime
+(`docker.io/` added, `CAP_` prefixes, memlock as one value or soft/hard, a flag
+alias), and which top-level `x-` block fed the changed values (the block itself is
+never reported: Compose runs nothing from it).
 
 Inline configs whose content is YAML are diffed as YAML (scrape jobs by name, so a
 label change reads `scrape job X: label config_variant: a -> b`); other inline content
@@ -33,16 +41,10 @@ from typing import Any
 
 from rollout.apply import ApplyError, apply_changes
 from rollout.changes import ABSENT, ASPECT_ORDER, Aspect, Change, FileChange, Key, Op, ServiceChange, Status
-from rollout.normalize import (
-    ARGV_KEYS,
-    CONTENT_SECTIONS,
-    entry_form,
-    key_form,
-    plain,
-    service_form,
-    services_of,
-)
+from rollout.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, program_of
 from rollout.roles import Role, mounted_by, roles_of
+from tierops.argv import aliases_for, split_argv
+from tierops.canonical import runtime_form
 
 _KEY_ASPECTS: dict[str, Aspect] = {
     "image": Aspect.IMAGE,
@@ -61,27 +63,26 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def diff_document(
-    base: Mapping[str, Any] | None,
-    head: Mapping[str, Any] | None,
+    base: Document | None,
+    head: Document | None,
     *,
     path: str,
     old_path: str | None = None,
     document: int | None = None,
-    where_base: str = "base",
-    where_head: str = "head",
 ) -> FileChange:
-    """The FileChange of one document; `base`/`head` None means the file is absent there."""
-    before: Mapping[str, Any] = base or {}
-    after: Mapping[str, Any] = head or {}
-    roles = {name: str(role) for name, role in roles_of(before).items()}
-    roles.update({name: str(role) for name, role in roles_of(after).items()})
-    users = dict(mounted_by(before))
-    users.update(mounted_by(after))
-    services = _diff_services(before, after, roles, where_base, where_head)
+    """The FileChange of one file; `base`/`head` None means the file is absent there."""
+    before = base or EMPTY
+    after = head or EMPTY
+    before_view, after_view = before.roles_view(), after.roles_view()
+    roles = {name: str(role) for name, role in roles_of(before_view).items()}
+    roles.update({name: str(role) for name, role in roles_of(after_view).items()})
+    users = dict(mounted_by(before_view))
+    users.update(mounted_by(after_view))
+    services = _diff_services(before, after, roles)
     others: list[Change] = []
     for section in CONTENT_SECTIONS:
-        others += _diff_entries(section, before, after)
-    others += _diff_top_level(before, after)
+        others += _diff_entries(section, before.sections, after.sections)
+    others += _diff_top_level(before.sections, after.sections)
     if base is None:
         status = Status.ADDED
     elif head is None:
@@ -124,58 +125,114 @@ def _type_shape(value: Any) -> Any:
     return None
 
 
-def _diff_services(
-    base: Mapping[str, Any],
-    head: Mapping[str, Any],
-    roles: Mapping[str, str],
-    where_base: str,
-    where_head: str,
-) -> list[ServiceChange]:
-    before, after = services_of(base), services_of(head)
+def _diff_services(base: Document, head: Document, roles: Mapping[str, str]) -> list[ServiceChange]:
+    before, after = base.fields, head.fields
     result: list[ServiceChange] = []
-    for name, raw in after.items():
+    for name, fields in after.items():
         role = roles.get(name, str(Role.OTHER))
         prefix: tuple[Key, ...] = ("services", name)
         if name not in before:
-            form = service_form(name, raw, where=where_head)
-            added = Change(Aspect.SERVICE, Op.ADDED, prefix, name, new=form)
+            added = Change(Aspect.SERVICE, Op.ADDED, prefix, name, new=head.service_form(name))
             result.append(ServiceChange(name, Status.ADDED, role, (added,)))
             continue
-        if raw == before[name] and same(raw, before[name]):
-            continue
-        changes = service_changes(prefix, before[name], raw, where_base, where_head)
+        if same(before[name], fields):
+            continue  # Compose renders both alike: nothing to see, nothing to restart
+        old_form, form = base.service_form(name), head.service_form(name)
+        changes = [] if same(old_form, form) else service_changes(prefix, old_form, form)
+        changes = [_placed(change, base, head) for change in changes]
+        changes += _notes(name, base, head, changes)
         if changes:
             result.append(ServiceChange(name, Status.CHANGED, role, tuple(changes)))
-    for name, raw in before.items():
+    for name in before:
         if name not in after:
-            form = service_form(name, raw, where=where_base)
+            form = base.service_form(name)
             removed = Change(Aspect.SERVICE, Op.REMOVED, ("services", name), name, old=form)
             result.append(ServiceChange(name, Status.REMOVED, roles.get(name, str(Role.OTHER)), (removed,)))
     return result
 
 
+def _placed(change: Change, base: Document, head: Document) -> Change:
+    """The change with where its value was written on each side (`line:col`)."""
+    name = str(change.path[1])
+    old_at = None if change.op is Op.ADDED else _written_at(base, name, change.path[2:])
+    new_at = None if change.op is Op.REMOVED else _written_at(head, name, change.path[2:])
+    return replace(change, at=(old_at, new_at))
+
+
+def _written_at(document: Document, name: str, rel: tuple[Key, ...]) -> str | None:
+    service = document.service(name)
+    if service is None or not rel:
+        return None
+    return str(service.at(*_model_path(service.fields, rel)))
+
+
+def _model_path(fields: Mapping[str, Any], rel: tuple[Key, ...]) -> tuple[Key, ...]:
+    """A compared-form path as a canonical-model path: argv item `i` is its flag's word."""
+    key = rel[0]
+    if key not in ARGV_KEYS or len(rel) < 3 or rel[1] != "args" or not isinstance(rel[2], int):
+        return rel
+    words = fields.get(str(key)) or []
+    split = split_argv(words, aliases_for(program_of(fields)))
+    indices = sorted([option.index for option in split.options] + [index for index, _ in split.positionals])
+    return (key, indices[rel[2]]) if rel[2] < len(indices) else (key,)
+
+
+RUNTIME_NOTE = "Compose recreates the container, although nothing changes at runtime"
+
+
+def _notes(name: str, base: Document, head: Document, changes: Sequence[Change]) -> list[Change]:
+    """The notes that follow a changed service: runtime-only, and the x- blocks that fed it."""
+    old, new = base.service(name), head.service(name)
+    if old is None or new is None:
+        return []
+    notes: list[Change] = []
+    prefix: tuple[Key, ...] = ("services", name)
+    if not changes and not same(old.fields, new.fields):
+        # Equal forms, other renderings: a flag alias or `--flag=value`; the engine reads
+        # the same flags, but Compose sees another command and recreates the container.
+        notes.append(Change(Aspect.NOTE, Op.NOTE, prefix, f"{RUNTIME_NOTE} (argv spelling only)"))
+    elif changes and same(_runtime(old.fields, base, name), _runtime(new.fields, head, name)):
+        notes.append(Change(Aspect.NOTE, Op.NOTE, prefix, RUNTIME_NOTE))
+    blocks: list[str] = []
+    for change in changes:
+        rel = change.path[2:]
+        if rel and rel[0] in ARGV_KEYS:
+            rel = rel[:1]
+        for document, service, side in ((base, old, change.old), (head, new, change.new)):
+            if side is ABSENT and change.op is not Op.CHANGED:
+                continue
+            block = document.block_at(service.at(*rel)) if rel else None
+            if block is not None and block not in blocks:
+                blocks.append(block)
+    if blocks:
+        fed = ", ".join(blocks)
+        notes.append(
+            Change(Aspect.NOTE, Op.NOTE, prefix, f"changed through {fed} (merged into this service)")
+        )
+    return notes
+
+
+def _runtime(fields: Mapping[str, Any], document: Document, name: str) -> dict[str, Any]:
+    form = document.service_form(name)
+    reading = runtime_form(fields)
+    for key in ARGV_KEYS:
+        reading[key] = form.get(key)
+    return reading
+
+
 def service_changes(
-    prefix: tuple[Key, ...],
-    old_raw: Mapping[str, Any],
-    new_raw: Mapping[str, Any],
-    where_base: str = "base",
-    where_head: str = "head",
+    prefix: tuple[Key, ...], old_form: Mapping[str, Any], new_form: Mapping[str, Any]
 ) -> list[Change]:
-    """Every change between two raw service definitions, in reading order (image, argv, ...)."""
-    name = str(prefix[-1])
+    """Every change between two service forms, in reading order (image, argv, ...)."""
     keys = sorted(
-        {str(key) for key in (*old_raw, *new_raw)},
+        {str(key) for key in (*old_form, *new_form)},
         key=lambda key: (ASPECT_ORDER[_KEY_ASPECTS.get(key, Aspect.OTHER)], key),
     )
     changes: list[Change] = []
     for key in keys:
-        raw_before, raw_after = old_raw.get(key, ABSENT), new_raw.get(key, ABSENT)
-        if raw_before is not ABSENT and raw_after is not ABSENT and same(raw_before, raw_after):
-            continue
-        before = raw_before if raw_before is ABSENT else key_form(name, key, raw_before, where=where_base)
-        after = raw_after if raw_after is ABSENT else key_form(name, key, raw_after, where=where_head)
+        before, after = old_form.get(key, ABSENT), new_form.get(key, ABSENT)
         if before is not ABSENT and after is not ABSENT and same(before, after):
-            continue  # spelled differently, means the same
+            continue
         changes += _key_changes(prefix, key, before, after)
     return changes
 
@@ -229,6 +286,53 @@ def align(before: Sequence[Any], after: Sequence[Any]) -> list[tuple[str, int]]:
     return edits
 
 
+# Above this many items the quadratic search for the best kept order is not worth it.
+_MOVES_LIMIT = 400
+
+
+def align_moves(before: Sequence[Any], after: Sequence[Any]) -> list[tuple[str, int]]:
+    """Like `align`, but among the longest kept orders it keeps the items whose position
+    did not change, so a move names where an item really was and where it really went.
+
+    Reversing `--a 1 --b 2 --c 3` keeps `--b 2` (argument 2 on both sides) and moves
+    `--a 1` from 1 to 3 and `--c 3` from 3 to 1; `difflib` would keep `--a 1` and report
+    `--b 2` as moved from 2 to 2.
+    """
+    if len(before) > _MOVES_LIMIT or len(after) > _MOVES_LIMIT:
+        return align(before, after)
+    a = [_hashable(item) for item in before]
+    b = [_hashable(item) for item in after]
+    waiting: dict[Any, deque[int]] = {}
+    for index, item in enumerate(b):
+        waiting.setdefault(item, deque()).append(index)
+    pairs = [(i, waiting[item].popleft()) for i, item in enumerate(a) if waiting.get(item)]
+    # Longest chain of pairs increasing on both sides; ties broken by unmoved items.
+    best: list[tuple[int, int, int]] = []  # (length, unmoved, previous pair) per pair
+    for k, (i, j) in enumerate(pairs):
+        score = (1, int(i == j), -1)
+        for p in range(k):
+            if pairs[p][1] < j and pairs[p][0] < i:
+                length, unmoved, _ = best[p]
+                candidate = (length + 1, unmoved + int(i == j), p)
+                if candidate[:2] > score[:2]:
+                    score = candidate
+        best.append(score)
+    kept: list[tuple[int, int]] = []
+    if best:
+        k = max(range(len(best)), key=lambda index: best[index][:2])
+        while k >= 0:
+            kept.append(pairs[k])
+            k = best[k][2]
+        kept.reverse()
+    edits: list[tuple[str, int]] = []
+    last_i = last_j = -1
+    for i, j in [*kept, (len(a), len(b))]:
+        edits += [("-", index) for index in range(last_i + 1, i)]
+        edits += [("+", index) for index in range(last_j + 1, j)]
+        last_i, last_j = i, j
+    return edits
+
+
 def _hashable(item: Any) -> Any:
     # argv items and short-syntax ports/volumes are cheap to key exactly; the rest as JSON.
     if isinstance(item, str):
@@ -250,7 +354,7 @@ def _argv_changes(aspect: Aspect, path: tuple[Key, ...], before: Any, after: Any
         )
     old_args: list[dict[str, Any]] = before["args"]
     new_args: list[dict[str, Any]] = after["args"]
-    edits = align(old_args, new_args)
+    edits = align_moves(old_args, new_args)
     # Pair a removed and an added occurrence of the same flag: "value changed" (or
     # "moved" when the value is equal), in order for repeated flags.
     waiting: dict[str, deque[int]] = {}
@@ -382,7 +486,9 @@ def deep_changes(
     """DeepDiff's report as Changes at `path`, or one whole-value change if it cannot be replayed."""
     if same(before, after):
         return []
-    relative = _deepdiff(before, after)
+    relative = _mapping_walk(before, after)
+    if relative is None:
+        relative = _deepdiff(before, after)
     if relative is not None and not _cascades(relative):
         changes = [
             Change(
@@ -407,6 +513,37 @@ def _replays(before: Any, after: Any, changes: list[Change], depth: int) -> bool
         return same(apply_changes(before, relative), after)
     except ApplyError:
         return False
+
+
+def _mapping_walk(before: Any, after: Any) -> list[tuple[Op, tuple[Key, ...], Any, Any]] | None:
+    """Nested mappings of scalars diffed key by key, in reading order; None when a list
+    (or a type change between a list and something else) differs: DeepDiff's turn.
+
+    Most keys without an aspect of their own (`ulimits`, `logging`, `deploy` once its
+    GPU ids are taken out) are mappings, and this saves importing DeepDiff for them.
+    """
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return None
+    result: list[tuple[Op, tuple[Key, ...], Any, Any]] = []
+
+    def walk(old: dict[str, Any], new: dict[str, Any], rel: tuple[Key, ...]) -> bool:
+        for key in [*new, *(key for key in old if key not in new)]:
+            if key not in old:
+                result.append((Op.ADDED, (*rel, key), ABSENT, new[key]))
+            elif key not in new:
+                result.append((Op.REMOVED, (*rel, key), old[key], ABSENT))
+            elif same(old[key], new[key]):
+                continue
+            elif isinstance(old[key], dict) and isinstance(new[key], dict):
+                if not walk(old[key], new[key], (*rel, key)):
+                    return False
+            elif isinstance(old[key], list) or isinstance(new[key], list):
+                return False
+            else:
+                result.append((Op.CHANGED, (*rel, key), old[key], new[key]))
+        return True
+
+    return result if walk(before, after, ()) else None
 
 
 def _deepdiff(before: Any, after: Any) -> list[tuple[Op, tuple[Key, ...], Any, Any]] | None:
@@ -529,13 +666,11 @@ def _diff_entries(section: str, base: Mapping[str, Any], head: Mapping[str, Any]
         old_raw, new_raw = before.get(name, ABSENT), after.get(name, ABSENT)
         path: tuple[Key, ...] = (section, name)
         if old_raw is ABSENT or new_raw is ABSENT:
-            old = old_raw if old_raw is ABSENT else entry_form(old_raw)
-            new = new_raw if new_raw is ABSENT else entry_form(new_raw)
-            changes.append(_presence(Aspect.CONFIG, path, name, old, new))
+            changes.append(_presence(Aspect.CONFIG, path, name, old_raw, new_raw))
             continue
         if same(old_raw, new_raw):
             continue
-        old, new = entry_form(old_raw), entry_form(new_raw)
+        old, new = old_raw, new_raw
         if not (isinstance(old, dict) and isinstance(new, dict)):
             changes += _whole(Aspect.CONFIG, path, name, old, new)
             continue

@@ -32,7 +32,7 @@ from typing import Any
 
 from rollout.changes import Aspect, ChangeSet, FileChange, Side, Status, file_identity, file_label
 from rollout.checks import Check, checks_for, replica_number, rollout_order
-from rollout.normalize import services_of
+from rollout.forms import services_of
 from rollout.roles import INTERRUPTS_TRAFFIC, Role
 from rollout.steps import Action, ComposeCall
 

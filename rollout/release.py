@@ -28,7 +28,7 @@ added line of format 1: older tools skip it (unknown lines are skipped), and rec
 without it (older tags, --no-verify, a check from before the record) read as None.
 
 One `service:` line per prod file and service: a short content hash of the service's
-normalised definition (tierops.compose.service_digest), plus the top-level `configs:`
+compared form (rollout/forms.py: the canonical model, argv as flags), plus the top-level `configs:`
 entries the service mounts (an nginx.conf change redeploys nginx even though its
 `services:` entry is unchanged). `history` and `rollback` read only these records, so
 they never re-parse old files and give the same answer whatever the generators or the
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout import git
-from tierops.compose import SpellingError, service_digest
+from rollout.forms import Document, from_data, read, services_of
 from tierops.errors import InputError, RefusedError, UsageError
 
 # Exactly `v0.0.<N>` without leading zeros: `v0.0.07` next to `v0.0.7` would make two
@@ -186,25 +186,25 @@ def parse_message(text: str) -> Record | None:
     return Record(commit, fields.get("verify", "unknown"), digests, check_matrix)
 
 
-def definition_digests(document: Any) -> dict[str, str]:
-    """service -> digest for one parsed compose document."""
-    if not isinstance(document, Mapping):
-        raise SpellingError("the document is not a mapping")
-    services = document.get("services") or {}
-    configs = document.get("configs") or {}
-    if not isinstance(services, Mapping) or not isinstance(configs, Mapping):
-        raise SpellingError("'services' and 'configs' must be mappings")
+def definition_digests(document: Document | Mapping[str, Any]) -> dict[str, str]:
+    """service -> digest of its compared form (the canonical model, argv as flags).
+
+    A plain mapping is read like a file (InputError if compose would refuse it), so two
+    spellings Compose renders alike get one digest.
+    """
+    form = document.form if isinstance(document, Document) else from_data(document).form
+    services = services_of(form)
+    configs = form.get("configs") or {}
     result: dict[str, str] = {}
     for name, service in services.items():
-        if not isinstance(service, Mapping):
-            raise SpellingError(f"service {name!r} is not a mapping")
+        definition = dict(service)
         mounted = sorted(_config_sources(service.get("configs")))
-        definition = service
         if mounted:
-            # An extension key compose ignores, so the digest also covers the inline
-            # content of every config the service mounts.
-            definition = {**service, "x-tierops-configs": {ref: configs.get(ref) for ref in mounted}}
-        result[str(name)] = service_digest(definition, DIGEST_LENGTH)
+            # Not a compose key, so the digest also covers the inline content of every
+            # config the service mounts (Compose does not recreate for it; the plan does).
+            definition["x-tierops-configs"] = {ref: configs.get(ref) for ref in mounted}
+        text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
+        result[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_LENGTH]
     return result
 
 
@@ -220,8 +220,6 @@ def _config_sources(value: Any) -> list[str]:
 
 def record_for_commit(repo: Path, commit: str, verify: str, check_matrix: str | None = None) -> Record:
     """Hash every prod file at `commit` (read from git objects, not the working tree)."""
-    from rollout.normalize import load_documents
-
     digests: dict[str, dict[str, str]] = {}
     for path in git.ls_files(repo, commit, PROD_DIR):
         if not path.endswith((".yaml", ".yml")):
@@ -231,16 +229,12 @@ def record_for_commit(repo: Path, commit: str, verify: str, check_matrix: str | 
         if data is None:
             raise InputError("cannot read the file from git", where=where)
         # Read from git objects, not the working tree: a backfill hashes commits that are
-        # not checked out. The same loader as the diff, so both agree on what a file says.
-        documents = load_documents(data, where=where)
-        if len(documents) != 1:
-            raise InputError(f"holds {len(documents)} YAML documents; a prod file holds one", where=where)
+        # not checked out. The same reader as the diff, so both agree on what a file says.
         try:
-            digests[path] = definition_digests(documents[0])
-        except SpellingError as exc:
+            digests[path] = definition_digests(read(data, where=where))
+        except InputError as exc:
             raise InputError(
-                f"cannot hash its services: {' '.join(str(exc).split())}",
-                where=where,
+                f"cannot hash its services: {exc}",
                 hint="a commit whose prod files do not parse cannot be a rollback point; fix main first",
             ) from None
     return Record(commit, verify, digests, check_matrix)

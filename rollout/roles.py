@@ -1,10 +1,16 @@
 """What each service *is*, read from the file itself, never from a list of names.
 
+Roles are read from the compared form (`rollout/forms.py`: the canonical model, with
+`command`/`entrypoint` as argv items), so every spelling of a definition gets the same role.
+
 The rollout plan orders steps by role and decides what interrupts traffic, so the role
 must follow the definition: a renamed engine is still an engine, and a hand-written
 file with other names gets the same plan. Rules, first match wins:
 
-- engine: reserves GPUs and runs SGLang or vLLM (image name, or the argv program);
+- engine: runs SGLang or vLLM, told by what it runs (`sglang serve`, `vllm serve`,
+  `python -m sglang.launch_server`, ..., `tierops/argv.py`), so a locally built
+  engine (`build:` plus a local image name) is one; or reserves GPUs with an SGLang or
+  vLLM image whose default entrypoint is the engine;
 - one-shot job: `restart: "no"`/`on-failure`, or another service waits for it with
   `condition: service_completed_successfully` (the model downloader);
 - telemetry (collector): an OpenTelemetry/Prometheus-style collector image, or it
@@ -19,12 +25,13 @@ file with other names gets the same plan. Rules, first match wins:
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from tierops.compose import SpellingError, command_tokens, key_values
+from tierops.argv import engine_program
 
 
 class Role(StrEnum):
@@ -43,7 +50,6 @@ TELEMETRY = frozenset({Role.COLLECTOR, Role.DCGM})
 INTERRUPTS_TRAFFIC = frozenset({Role.PROXY, Role.REGISTRAR, Role.FRONT_DOOR})
 
 _ENGINE_IMAGE = re.compile(r"(sglang|vllm)(-openai)?")
-_ENGINE_PROGRAM = re.compile(r"\b(sglang|vllm)\b")
 _COLLECTOR_IMAGE = re.compile(
     r"(opentelemetry-collector|otelcol|otel-collector|prometheus|grafana-agent|alloy)"
 )
@@ -93,25 +99,80 @@ def reserves_gpus(service: Mapping[str, Any]) -> bool:
     return False
 
 
+class SpellingError(ValueError):
+    """A value in none of the shapes the compared form gives (callers skip it)."""
+
+
+def command_tokens(value: Any) -> list[str] | None:
+    """`command`/`entrypoint` as words: from argv items, or a canonical list of words."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping) and "args" in value:
+        words = [str(word) for word in value.get("program") or ()]
+        for item in value.get("args") or ():
+            if isinstance(item, Mapping) and "flag" in item:
+                words.append(str(item["flag"]))
+                if item.get("value") is not None:
+                    words.append(str(item["value"]))
+            elif isinstance(item, Mapping):
+                words.append(str(item.get("arg", "")))
+        return words
+    if isinstance(value, list):
+        return [str(word) for word in value]
+    raise SpellingError(f"command must be a list of words, not {type(value).__name__}")
+
+
+def key_values(value: Any, *, what: str = "environment") -> dict[str, str | None]:
+    """`environment`/`labels` of the compared form (a mapping, as Compose renders it)."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(key): None if item is None else str(item) for key, item in value.items()}
+    raise SpellingError(f"{what} must be a mapping, not {type(value).__name__}")
+
+
+def gpu_device_ids(service: Mapping[str, Any]) -> list[str] | None:
+    """The GPU ids reserved by `deploy.resources.reservations.devices`, in file order."""
+    try:
+        devices = service["deploy"]["resources"]["reservations"]["devices"]
+    except (KeyError, TypeError):
+        return None
+    ids: list[str] = []
+    for device in devices or ():
+        if isinstance(device, Mapping):
+            ids.extend(str(gpu) for gpu in device.get("device_ids") or ())
+    return ids
+
+
+def words_of(service: Mapping[str, Any]) -> list[str]:
+    """What the container runs: entrypoint words, then command words."""
+    words: list[str] = []
+    for key in ("entrypoint", "command"):
+        with contextlib.suppress(SpellingError):
+            words += command_tokens(service.get(key)) or []
+    return words
+
+
 def program_of(service: Mapping[str, Any]) -> str:
     """The entrypoint and leading command tokens, joined (what the container runs)."""
     words: list[str] = []
-    for key in ("entrypoint", "command"):
-        try:
-            tokens = command_tokens(service.get(key)) or []
-        except SpellingError:
-            tokens = []
-        for token in tokens:
-            if token.startswith("-"):
-                break
-            words.append(token)
+    for word in words_of(service):
+        if word.startswith("-"):
+            break
+        words.append(word)
     return " ".join(words)
 
 
+def engine_of(service: Mapping[str, Any]) -> str | None:
+    """ "sglang", "vllm" or None: the engine a service runs, by its words, else its image."""
+    image = service.get("image")
+    return engine_program(words_of(service), image if isinstance(image, str) else None)
+
+
 def _is_engine(service: Mapping[str, Any]) -> bool:
-    if not reserves_gpus(service):
-        return False
-    return bool(_ENGINE_IMAGE.fullmatch(image_name(service)) or _ENGINE_PROGRAM.search(program_of(service)))
+    if engine_of(service) is not None:
+        return True
+    return reserves_gpus(service) and bool(_ENGINE_IMAGE.fullmatch(image_name(service)))
 
 
 def _role(  # noqa: PLR0911 (one return per role: first match wins)
@@ -181,8 +242,13 @@ def _config_texts(document: Mapping[str, Any]) -> dict[str, str]:
     texts: dict[str, str] = {}
     for section in ("configs", "secrets"):
         for name, entry in (document.get(section) or {}).items():
-            if isinstance(entry, Mapping) and isinstance(entry.get("content"), str):
-                texts[f"{section}/{name}"] = entry["content"]
+            content = entry.get("content") if isinstance(entry, Mapping) else None
+            if isinstance(content, str):
+                texts[f"{section}/{name}"] = content
+            elif isinstance(content, Mapping):
+                # Parsed YAML (the collector config): its top-level keys, then its data.
+                keys = "".join(f"{key}:\n" for key in content)
+                texts[f"{section}/{name}"] = keys + json.dumps(content)
     return texts
 
 

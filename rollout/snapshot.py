@@ -17,7 +17,8 @@ from pathlib import Path
 
 from rollout import git
 from rollout.changes import Side
-from tierops.errors import InputError, UsageError
+from tierops.errors import UsageError
+from tierops.yamlload import read_regular
 
 BASE_ENV = "TIEROPS_BASE_REF"
 DEFAULT_PATHS = ("prod",)
@@ -77,10 +78,9 @@ def read_snapshot(repo: Path, side: Side, paths: Sequence[str]) -> Snapshot:
     files: dict[str, bytes] = {}
     if side.commit is None:
         for name in _worktree_files(repo, paths):
-            try:
-                files[name] = (repo / name).read_bytes()
-            except OSError as exc:
-                raise InputError(f"cannot read: {exc.strerror}", where=name) from None
+            # Regular files only, read without blocking and within the loader's budget:
+            # a FIFO or a device named here is one line, never a hang.
+            files[name] = read_regular(repo / name, name)
         return Snapshot(side, files)
     listed = git.ls_tree(repo, side.commit, [path for path in paths if path != "."] or ["."])
     for name in listed:
@@ -95,15 +95,15 @@ def _worktree_files(repo: Path, paths: Sequence[str]) -> list[str]:
     names: set[str] = set()
     for path in paths:
         target = repo / path
-        if target.is_file():
-            names.add(Path(path).as_posix())
-        elif target.is_dir():
+        if target.is_dir():
             for child in target.rglob("*"):
                 relative = child.relative_to(repo)
                 if ".git" in relative.parts or ".nox" in relative.parts:
                     continue
-                if child.is_file() and child.name.endswith(YAML_SUFFIXES):
+                if child.name.endswith(YAML_SUFFIXES) and not child.is_dir():
                     names.add(relative.as_posix())
+        elif target.exists() or target.is_symlink():
+            names.add(Path(path).as_posix())  # a file, or something read_regular refuses
     return sorted(names)
 
 

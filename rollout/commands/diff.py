@@ -32,7 +32,9 @@ NAME = "diff"
 HELP = "semantic diff of the compose files between a base ref and the working tree"
 DESCRIPTION = f"""\
 Semantic diff of the compose files under PATHS (default: prod/) between a base ref and
-the working tree (or --head REF): per file, per service, per flag.
+the working tree (or --head REF): per file, per service, per flag. Files are compared
+as Compose reads them (its documents merged, every spelling in its canonical form): a
+change `docker compose config` would not show is no change.
 
 The base is --base, else ${BASE_ENV}, else the merge-base of HEAD and origin/main, else
 of HEAD and main, else HEAD. (nox passes its positional arguments to every session of

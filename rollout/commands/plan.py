@@ -19,7 +19,7 @@ from typing import Any
 from rollout import git, release
 from rollout.changes import ChangeSet, FileChange
 from rollout.commands.diff import add_selection_arguments, load_changeset
-from rollout.normalize import load_documents
+from rollout.forms import load_documents
 from rollout.plan import NEW_TAG, OLD_TAG, Tags, build_plan
 from rollout.report_plan import RENDERERS
 from tierops.errors import InputError, UsageError

@@ -8,6 +8,8 @@ mypy, the collector, which needs Docker), or to make a tool fail on purpose.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,8 +23,6 @@ from ci.stage import ROOT, RUN_ENV, markdown_path, result_path
 PY = sys.executable
 FILES = prod_files(ROOT)
 LONG = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"
-# A base with changes in every prod file (the config mount modes became quoted strings).
-CHANGED_BASE = "ef6b736"
 
 
 def script(body: str) -> list[str]:
@@ -262,21 +262,42 @@ def test_the_collector_result_is_read_only_when_this_run_wrote_it(
     assert result["files"][FILES[2]] == {"verdict": "not run", "counts": {}, "note": "not run (no Docker)"}
 
 
+def rollout_in(repo: Path, command: str) -> list[str]:
+    """`python -m rollout COMMAND ...` run inside `repo` (the stage appends --format)."""
+    return script(
+        f"import os, sys; os.chdir({str(repo)!r}); sys.path.insert(0, {str(ROOT)!r}); "
+        f"from rollout.cli import main; raise SystemExit(main([{command!r}, *sys.argv[1:]]))"
+    )
+
+
 def test_diff_and_plan_count_changes_and_keep_their_markdown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, diff = run_stage(
-        tmp_path, "diff", [PY, "-m", "rollout", "diff"], monkeypatch, TIEROPS_BASE_REF=CHANGED_BASE
-    )
-    assert {cell["counts"].get("other") for cell in diff["files"].values()} == {2}
+    # A repository whose base differs from this checkout's prod/ in meaning, not only in
+    # spelling (the diff does not see spelling, issue 9): NCCL_DEBUG on both engines of
+    # every file, and one proxy setting in the long-context file.
+    repo = tmp_path / "repo"
+    (repo / "prod").mkdir(parents=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid"}
+    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t.invalid", GIT_CONFIG_GLOBAL=os.devnull)
+    for path in FILES:
+        text = (ROOT / path).read_text(encoding="utf-8").replace("NCCL_DEBUG: WARN", "NCCL_DEBUG: INFO")
+        if path == LONG:
+            text = text.replace("LOAD_BALANCING: least_connections", "LOAD_BALANCING: round_robin")
+        (repo / path).write_text(text, encoding="utf-8")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True)
+    for path in FILES:
+        (repo / path).write_bytes((ROOT / path).read_bytes())
+    _, diff = run_stage(tmp_path, "diff", rollout_in(repo, "diff"), monkeypatch, TIEROPS_BASE_REF="HEAD")
+    assert {path: cell["counts"] for path, cell in diff["files"].items()} == {
+        path: {"environment": 3 if path == LONG else 2} for path in FILES
+    }
     assert diff["facts"]["base"]["how"] == "$TIEROPS_BASE_REF"
-    assert diff["facts"]["base"]["commit"].startswith(CHANGED_BASE)
+    assert diff["facts"]["base"]["ref"] == "HEAD"
     markdown = markdown_path(tmp_path, "diff").read_text(encoding="utf-8")
     assert markdown.startswith("### Semantic diff")
     assert len(diff["markdown_sha256"]) == 64
 
-    _, plan = run_stage(
-        tmp_path, "plan", [PY, "-m", "rollout", "plan"], monkeypatch, TIEROPS_BASE_REF=CHANGED_BASE
-    )
-    assert plan["files"][LONG]["counts"] == {"interrupts-traffic": 1, "recreate": 2}
-    assert markdown_path(tmp_path, "plan").read_text(encoding="utf-8").startswith("### Rollout plan")
+    _, plan = run_stage(tmp_path, "plan", rollout_in(repo, "plan"), monkeypatch, TIEROPS_BASE_REF="HEAD")
+    assert plan["files"][LONG]["counts"] == {"interrupts-traffic": 1, "recreate": 3}

@@ -70,11 +70,21 @@ def test_a_value_handed_from_one_flag_to_another_shows_both_flags() -> None:
     ]
 
 
-def test_flag_equals_value_and_flag_space_value_are_the_same() -> None:
+def test_flag_equals_value_is_the_same_flag_and_compose_still_recreates_for_it() -> None:
     old = compose("[sglang, serve, --tp-size=4, --chunked-prefill-size, '4096']")
     new = compose("[sglang, serve, --tp-size, '4', --chunked-prefill-size=4096]")
-    change = file_change(old, new)
-    assert change.services == ()
+    (service,) = file_change(old, new).services
+    assert [change.op for change in service.changes] == [Op.NOTE]
+    assert lines(new, old)[1:] == [
+        "  engine: note: Compose recreates the container, although nothing changes at runtime "
+        "(argv spelling only)"
+    ]
+
+
+def test_a_string_command_and_its_list_form_are_the_same() -> None:
+    old = compose('"sglang serve --model-path /m --tp-size 4"')
+    new = compose("[sglang, serve, --model-path, /m, --tp-size, '4']")
+    assert file_change(old, new).services == ()
     report = render_text(changeset({"prod/x.yaml": old}, {"prod/x.yaml": new}))
     assert report == (
         "no changes in prod between base (bbbbbbb) and the working tree "
@@ -82,10 +92,26 @@ def test_flag_equals_value_and_flag_space_value_are_the_same() -> None:
     )
 
 
-def test_a_string_command_and_its_list_form_are_the_same() -> None:
+def test_sglang_aliases_are_one_flag_for_sglang() -> None:
     old = compose('"sglang serve --model-path /m --tp 4"')
     new = compose("[sglang, serve, --model-path, /m, --tp-size, '4']")
-    assert file_change(old, new).services == ()
+    (service,) = file_change(old, new).services
+    assert [change.op for change in service.changes] == [Op.NOTE]
+
+
+def test_vllm_tensor_parallel_size_to_tp_size_is_a_real_change() -> None:
+    old = compose('"vllm serve /m --tensor-parallel-size 4"')
+    new = compose('"vllm serve /m --tp-size 4"')
+    assert lines(new, old)[1:] == [
+        "  engine: - --tensor-parallel-size 4",
+        "  engine: + --tp-size 4",
+    ]
+
+
+def test_an_unknown_program_gets_no_aliases() -> None:
+    old = compose('"serve --tp 4"')
+    new = compose('"serve --tp-size 4"')
+    assert lines(new, old)[1:] == ["  engine: - --tp 4", "  engine: + --tp-size 4"]
 
 
 def test_repeated_flags_are_told_apart_by_occurrence() -> None:
@@ -116,6 +142,15 @@ def test_a_flag_that_only_moved_says_so_with_its_positions() -> None:
     assert lines(new, old)[1:] == ["  engine: --a 1: moved (argument 1 -> 3)"]
 
 
+def test_a_reversed_argv_names_the_true_old_and_new_positions() -> None:
+    old = compose("[serve, --a, '1', --b, '2', --c, '3']")
+    new = compose("[serve, --c, '3', --b, '2', --a, '1']")
+    assert lines(new, old)[1:] == [
+        "  engine: --c 3: moved (argument 3 -> 1)",
+        "  engine: --a 1: moved (argument 1 -> 3)",
+    ]
+
+
 def test_entrypoint_changes_are_prefixed() -> None:
     old = "services:\n  job:\n    image: x\n    entrypoint: [/bin/sh, -c]\n"
     new = "services:\n  job:\n    image: x\n    entrypoint: [/bin/bash, -c]\n"
@@ -132,6 +167,6 @@ def test_an_unsplittable_string_command_is_one_error_line() -> None:
     change = file_change(compose('"serve --port 8000"'), compose('"serve --name \'oops"'))
     assert change.error is not None
     assert change.error == (
-        "prod/x.yaml (head working tree): service 'engine': command: "
-        "cannot split command with shell rules: No closing quotation"
+        "prod/x.yaml:4:14: engine command invalid command line string: an open quote or a trailing "
+        "backslash (compose refuses it) (in the head, the working tree)"
     )

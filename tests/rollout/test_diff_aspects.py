@@ -67,7 +67,7 @@ def test_an_env_var_taken_from_the_host_says_so() -> None:
 
     assert handwritten(edit) == [
         "  vllm-a, vllm-b: + env CUDA_HOME (from the host)",
-        "  top-level + x-engine.environment[2]: CUDA_HOME",
+        "  vllm-a, vllm-b: note: changed through x-engine (merged into this service)",
     ]
 
 
@@ -141,14 +141,33 @@ def test_other_keys_go_through_deepdiff_with_readable_paths() -> None:
     ]
 
 
-def test_a_change_to_a_merge_key_anchor_shows_on_every_service_that_uses_it() -> None:
+def test_a_change_to_an_x_block_shows_at_the_services_it_reaches_and_names_the_block() -> None:
     def edit(doc: Any) -> None:
         doc["x-engine"]["image"] = "vllm/vllm-openai:v0.11.1"
 
+    # Never also as the raw block: Compose runs nothing from `x-engine` itself.
     assert handwritten(edit) == [
         "  vllm-a, vllm-b: image: vllm/vllm-openai:v0.11.0 -> vllm/vllm-openai:v0.11.1",
-        "  top-level x-engine.image: vllm/vllm-openai:v0.11.0 -> vllm/vllm-openai:v0.11.1",
+        "  vllm-a, vllm-b: note: changed through x-engine (merged into this service)",
     ]
+
+
+def test_an_x_block_change_a_service_overrides_reaches_only_the_others() -> None:
+    def edit(doc: Any) -> None:
+        doc["x-engine"]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] = ["4", "5"]
+
+    # vllm-b writes its own deploy block: only vllm-a gets the new GPUs.
+    assert handwritten(edit) == [
+        "  vllm-a: GPUs: 0,1 -> 4,5",
+        "  vllm-a: note: changed through x-engine (merged into this service)",
+    ]
+
+
+def test_an_x_block_no_service_uses_is_no_change() -> None:
+    def edit(doc: Any) -> None:
+        doc["x-unused"] = {"image": "nothing:1"}
+
+    assert handwritten(edit) == []
 
 
 def test_an_added_and_a_removed_service_are_one_line_each() -> None:
@@ -191,4 +210,4 @@ def test_a_list_of_mappings_deepdiff_cannot_replay_is_one_whole_value_change() -
 def test_a_file_mode_reads_in_octal() -> None:
     old = "services:\n  exporter:\n    image: x\n    configs: [{source: csv, target: /c.csv, mode: 0o444}]\n"
     new = old.replace("0o444", "0o440")
-    assert text_lines(old, new)[1:] == ["  exporter: configs[0].mode: 0o444 -> 0o440"]
+    assert text_lines(old, new)[1:] == ["  exporter: configs[0].mode: 0444 -> 0440"]

@@ -47,22 +47,29 @@ def test_a_url_in_a_flow_sequence_parses_as_compose_reads_it() -> None:
     )
 
 
-def test_an_empty_file_has_no_services() -> None:
+def test_an_empty_file_is_refused_as_compose_refuses_it() -> None:
     file = file_change("", ONE)
-    assert [(service.name, service.status) for service in file.services] == [("app", Status.ADDED)]
-    assert file_change("# nothing yet\n", "").status is Status.UNCHANGED
+    assert file.status is Status.ERROR
+    assert file.error == (
+        "prod/x.yaml:1:1: empty compose file; expected a mapping (services: ...) (in the base, base (bbbbbbb))"
+    )
 
 
-def test_each_document_of_a_multi_document_file_is_compared_on_its_own() -> None:
+def test_a_multi_document_file_is_compared_as_compose_merges_its_documents() -> None:
     old = f"{ONE}---\nservices:\n  other:\n    image: other:1\n"
     new = f"{TWO}---\nservices:\n  other:\n    image: other:1\n---\n{ONE}"
-    files = changeset({"prod/m.yaml": old}, {"prod/m.yaml": new}).files
-    assert [(file.document, file.status) for file in files] == [
-        (1, Status.CHANGED),
-        (2, Status.UNCHANGED),
-        (3, Status.ADDED),
-    ]
-    assert files[0].label == "prod/m.yaml (document 1)"
+    (file,) = changeset({"prod/m.yaml": old}, {"prod/m.yaml": new}).files
+    # The third document sets app back to app:1, as `-f a -f b -f c` would: no change.
+    assert (file.document, file.status, file.services) == (None, Status.UNCHANGED, ())
+    merged = f"{ONE}---\nservices:\n  app:\n    image: app:2\n"
+    (file,) = changeset({"prod/m.yaml": ONE}, {"prod/m.yaml": merged}).files
+    assert [service.name for service in file.services] == ["app"]
+    assert file.label == "prod/m.yaml"
+
+
+def test_an_inserted_empty_first_document_changes_nothing() -> None:
+    text = prod_text()
+    assert file_change(text, "{}\n---\n" + text).status is Status.UNCHANGED
 
 
 def test_a_file_that_does_not_parse_on_one_side_is_an_error_line_and_the_rest_goes_on() -> None:
@@ -81,16 +88,17 @@ def test_a_file_that_does_not_parse_on_one_side_is_an_error_line_and_the_rest_go
 
 def test_a_duplicate_key_error_never_quotes_the_values() -> None:
     file = file_change(ONE, "services:\n  app:\n    image: a\n    image: hf_AbCdEfGhIjKlMnOpQrStUv\n")
-    assert (
-        file.error
-        == 'prod/x.yaml:4:5: invalid YAML: found duplicate key "image" (in the head, the working tree)'
+    assert file.error == (
+        "prod/x.yaml:4:5: duplicate key 'image' (first at line 3); Compose refuses it: "
+        'mapping key "image" already defined at line 3 (in the head, the working tree)'
     )
 
 
 def test_a_top_level_that_is_not_a_mapping_is_refused_with_its_place() -> None:
     file = file_change(ONE, "- just\n- a list\n")
     assert file.error == (
-        "prod/x.yaml: the top level is a list, not a mapping of compose keys (in the head, the working tree)"
+        "prod/x.yaml:1:1: document 1 is a sequence; every document of a compose file must be a mapping "
+        "(Compose: top-level object must be a mapping) (in the head, the working tree)"
     )
 
 
