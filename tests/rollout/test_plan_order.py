@@ -173,7 +173,7 @@ def test_a_renamed_file_downs_with_the_old_path_and_ups_with_the_new(
     plan = plan_of(tmp_path, monkeypatch, capsys, {LONG: old}, {LONG: None, "prod/long.yaml": new})
     file = plan["files"][0]
     assert (file["path"], file["old_path"]) == ("prod/long.yaml", LONG)
-    down, up = file["stages"][0]["steps"][1], file["stages"][0]["steps"][3]
+    down, up = file["stages"][0]["steps"][2], file["stages"][0]["steps"][3]
     assert (down["payload"]["file"], up["payload"]["file"]) == (LONG, "prod/long.yaml")
     assert file["notes"] == [
         f"renamed from {LONG}: down steps use the old path at <OLD_TAG>, up steps the new one"
@@ -215,5 +215,5 @@ def test_the_markdown_plan_has_an_overview_table_and_the_details(
     code, out, _ = run_cli(monkeypatch, capsys, repo, ["plan", "--format", "markdown"])
     assert code == 0
     assert "| step | service | role | action | traffic |" in out
-    assert "| 1.2 | `nginx` | front door | down | **interrupts** |" in out
+    assert "| 1.3 | `nginx` | front door | down | **interrupts** |" in out
     assert "<details><summary>payloads, commands, checks and rollbacks</summary>" in out
