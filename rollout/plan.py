@@ -469,12 +469,17 @@ class _Context:
     # -- the rollback of the whole plan ----------------------------------------------------
 
     def reverse(self) -> tuple[Stage, ...]:
-        """The forward plan backwards; services the plan added go down first (orphan rule)."""
+        """The forward plan backwards, under the orphan rule: services the plan added go
+        down first (any `up` at the old tag would kill them), then the services it removed
+        come back (so a replaced engine's original serves again before another engine
+        goes down, as in the forward plan), then the rest in reverse order."""
         serving = set(self.serving_after)
-        added = [item for item in reversed(self.items) if item.status is Status.ADDED]
-        others = [item for item in reversed(self.items) if item.status is not Status.ADDED]
+        backwards = list(reversed(self.items))
+        added = [item for item in backwards if item.status is Status.ADDED]
+        removed = [item for item in backwards if item.status is Status.REMOVED]
+        others = [item for item in backwards if item.status is Status.CHANGED]
         stages: list[Stage] = []
-        for number, item in enumerate(added + others, start=1):
+        for number, item in enumerate(added + removed + others, start=1):
             label = f"R{number}"
             steps: list[Step] = []
 
