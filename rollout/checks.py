@@ -175,7 +175,9 @@ def _engine(compose: str, name: str, service: Mapping[str, Any], labels: Mapping
     return checks
 
 
-def flag_checks(compose: str, name: str, service: Mapping[str, Any], changes: Sequence[Change]) -> list[Check]:
+def flag_checks(
+    compose: str, name: str, service: Mapping[str, Any], changes: Sequence[Change]
+) -> list[Check]:
     """One check per flag added, removed or changed: the SGLang engine's startup
     `server_args` line shows the value it now runs with. The key is the flag with
     underscores (`--enable-dynamic-batch-tokenizer` -> `enable_dynamic_batch_tokenizer`);
@@ -241,8 +243,9 @@ def _flag_types() -> dict[str, str | None]:
     """Flag -> argparse type of the pinned SGLang build (manifest plus patch flags);
     empty when the manifest cannot be read (the shape rule then decides)."""
     try:
-        from validators.contract import load_build  # noqa: PLC0415 (only engines with flag changes need it)
-        from validators.manifest import HERE, load_manifest  # noqa: PLC0415
+        # Imported here: only engines with flag changes need the manifest.
+        from validators.contract import load_build
+        from validators.manifest import HERE, load_manifest
 
         build = load_build()
         manifest = load_manifest(HERE / build.manifest)

@@ -257,7 +257,9 @@ def plan_file(
                 rollback,
                 len(context.serving_after),
                 context.reverse_final,
-                f"every engine this plan added goes down before the first up at {tags.old}" if additions else "",
+                f"every engine this plan added goes down before the first up at {tags.old}"
+                if additions
+                else "",
             ),
         )
         if warning
@@ -330,9 +332,12 @@ def _ordered(items: Sequence[_Item], order: Sequence[str]) -> list[_Item]:
         else:
             front.append(item)
     removed_engines = [item for item in removed if item.role is Role.ENGINE]
-    paired = dict(zip([item.name for item in front + sequence if item.status is Status.ADDED], removed_engines))
+    additions = [item.name for item in front + sequence if item.status is Status.ADDED]
+    paired = dict(zip(additions, removed_engines, strict=False))  # the first additions replace them
     engine_order = [
-        replace(item, note=f"replaces {paired[item.name].name}, removed above") if item.name in paired else item
+        replace(item, note=f"replaces {paired[item.name].name}, removed above")
+        if item.name in paired
+        else item
         for item in front + sequence
     ]
     rest = sorted(
@@ -408,11 +413,8 @@ class _Context:
         stages: list[Stage] = []
         for number, item in enumerate(self.items, start=1):
             steps: list[Step] = []
+            label = str(number)
             is_engine = item.role is Role.ENGINE
-
-            def add(action: str, call: ComposeCall | None, during: int, **kwargs: Any) -> None:
-                count = during if self.has_engines else None
-                steps.append(Step(f"{number}.{len(steps) + 1}", action, call, engines_serving=count, **kwargs))
 
             orphan_downs = tuple(self.new_call(Action.DOWN, added, False) for added in reversed(brought_up))
             orphan_note = _orphan_note(brought_up, self.tags.old)
@@ -424,7 +426,9 @@ class _Context:
                 serving.discard(item.name)
             out = len(serving)
             if item.status is not Status.ADDED:
-                add(
+                self._add(
+                    steps,
+                    label,
                     "down (dry run)",
                     self.old_call(Action.DOWN, item, True),
                     now,
@@ -432,7 +436,9 @@ class _Context:
                     rollback_note=DRY_RUN_NOTE,
                 )
             if item.status is not Status.REMOVED:
-                add(
+                self._add(
+                    steps,
+                    label,
                     "up (dry run)",
                     self.new_call(Action.UP, item, True),
                     now,
@@ -440,7 +446,9 @@ class _Context:
                     rollback_note=DRY_RUN_NOTE,
                 )
             if item.status is not Status.ADDED:
-                add(
+                self._add(
+                    steps,
+                    label,
                     "down",
                     self.old_call(Action.DOWN, item, False),
                     out,
@@ -449,12 +457,24 @@ class _Context:
                 )
             if item.status is not Status.REMOVED:
                 note = orphan_note if item.status is not Status.ADDED else ""
-                add("up", self.new_call(Action.UP, item, False), out, rollback=undo, rollback_note=note)
-                add(
+                self._add(
+                    steps,
+                    label,
+                    "up",
+                    self.new_call(Action.UP, item, False),
+                    out,
+                    rollback=undo,
+                    rollback_note=note,
+                )
+                self._add(
+                    steps,
+                    label,
                     "verify",
                     None,
                     out,
-                    checks=checks_for(self.head_file, item.name, item.role, item.head, self.stem, item.changes),
+                    checks=checks_for(
+                        self.head_file, item.name, item.role, item.head, self.stem, item.changes
+                    ),
                     rollback=undo,
                     rollback_note=_join("if any check fails", note),
                 )
@@ -483,38 +503,47 @@ class _Context:
             label = f"R{number}"
             steps: list[Step] = []
 
-            def add(action: str, call: ComposeCall | None, during: int, **kwargs: Any) -> None:
-                count = during if self.has_engines else None
-                steps.append(Step(f"{label}.{len(steps) + 1}", action, call, engines_serving=count, **kwargs))
-
             now = len(serving)
             if item.role is Role.ENGINE:
                 serving.discard(item.name)
             out = len(serving)
             if item.status is not Status.REMOVED:
-                add(
+                self._add(
+                    steps,
+                    label,
                     "down (dry run)",
                     self.new_call(Action.DOWN, item, True),
                     now,
                     expect=f"must list exactly {item.name} to stop and remove, nothing else",
                 )
             if item.status is not Status.ADDED:
-                add(
+                self._add(
+                    steps,
+                    label,
                     "up (dry run)",
                     self.old_call(Action.UP, item, True),
                     now,
                     expect=f"must name no service but {item.name}; nothing removed",
                 )
             if item.status is not Status.REMOVED:
-                add("down", self.new_call(Action.DOWN, item, False), out)
+                self._add(steps, label, "down", self.new_call(Action.DOWN, item, False), out)
             if item.status is not Status.ADDED:
-                add("up", self.old_call(Action.UP, item, False), out)
+                self._add(steps, label, "up", self.old_call(Action.UP, item, False), out)
                 reverse_changes = tuple(_reverse(change) for change in item.changes)
-                add(
+                self._add(
+                    steps,
+                    label,
                     "verify",
                     None,
                     out,
-                    checks=checks_for(self.base_file, item.name, item.role, item.base, self.stem, reverse_changes),
+                    checks=checks_for(
+                        self.base_file,
+                        item.name,
+                        item.role,
+                        item.base,
+                        PurePosixPath(self.base_file).stem,
+                        reverse_changes,
+                    ),
                 )
                 if item.role is Role.ENGINE:
                     serving.add(item.name)
@@ -531,6 +560,19 @@ class _Context:
             stages.append(self._stage(label, item, steps, "", reason=reason))
         self.reverse_final = len(serving)
         return tuple(stages)
+
+    def _add(
+        self,
+        steps: list[Step],
+        label: str,
+        action: str,
+        call: ComposeCall | None,
+        during: int,
+        **kwargs: Any,
+    ) -> None:
+        """Append step `label.N`, with the engines serving while it runs."""
+        count = during if self.has_engines else None
+        steps.append(Step(f"{label}.{len(steps) + 1}", action, call, engines_serving=count, **kwargs))
 
     def _stage(
         self, number: int | str, item: _Item, steps: Sequence[Step], note: str, *, reason: str | None = None
@@ -622,7 +664,10 @@ def _capacity_warning(what: str, stages: Sequence[Stage], start: int, final: int
         (stage, step)
         for stage in stages
         for step in stage.steps
-        if stage.role == Role.ENGINE and step.engines_serving is not None and step.call and not step.call.dry_run
+        if stage.role == Role.ENGINE
+        and step.engines_serving is not None
+        and step.call
+        and not step.call.dry_run
     ]
     if not counts or not start:
         return ""
@@ -637,7 +682,9 @@ def _capacity_warning(what: str, stages: Sequence[Stage], start: int, final: int
     if final < start:
         problems.append(f"it ends with {final} engine(s) instead of {start}")
     why = f" (the orphan rule: {orphans})" if orphans else ""
-    timeline = "; ".join(f"{step.number} {step.action} {stage.service}: {step.engines_serving}" for stage, step in counts)
+    timeline = "; ".join(
+        f"{step.number} {step.action} {stage.service}: {step.engines_serving}" for stage, step in counts
+    )
     return f"capacity: {', '.join(problems)} in {what}{why}. Engines serving: {start} before; {timeline}; {final} after"
 
 

@@ -127,7 +127,9 @@ def render_markdown(plan: Plan, limit: int = PLAN_BUDGET) -> str:
         blocks += [f"- **Warning:** {escape(warning)}" for warning in file.warnings]
         blocks += _table(file.stages)
         if file.rollback:
-            blocks.append("Rollback of this whole plan (its exact reverse; services the plan added go down first):\n")
+            blocks.append(
+                "Rollback of this whole plan (its exact reverse; services the plan added go down first):\n"
+            )
             blocks += _table(file.rollback)
         details = mask_text("\n".join(file_text(file, plan))).splitlines()
         summary = html.escape("payloads, commands, checks and rollbacks")
@@ -142,7 +144,9 @@ def _table(stages: tuple[Stage, ...]) -> list[str]:
         for step in stage.steps:
             dry = " (dry run)" if step.call is not None and step.call.dry_run else ""
             action = escape(step.action.removesuffix(" (dry run)") + dry)
-            rows.append(f"| {step.number} | {code(stage.service)} | {escape(stage.role)} | {action} | {traffic} |")
+            rows.append(
+                f"| {step.number} | {code(stage.service)} | {escape(stage.role)} | {action} | {traffic} |"
+            )
     rows.append("")
     return rows
 

@@ -62,7 +62,11 @@ class ComposeCall:
 
     def to_json(self) -> dict[str, Any]:
         """The call as the plan and the release rollback print it in JSON."""
-        out: dict[str, Any] = {"endpoint": self.endpoint, "payload": self.payload(), "command": self.command()}
+        out: dict[str, Any] = {
+            "endpoint": self.endpoint,
+            "payload": self.payload(),
+            "command": self.command(),
+        }
         if self.profiles:
             out["profiles"] = list(self.profiles)
             out["note"] = self.note()

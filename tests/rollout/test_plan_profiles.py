@@ -9,6 +9,7 @@ each call says so in its note.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,14 +21,16 @@ PROFILE = "w4afp8-canary"
 
 
 @pytest.fixture
-def canary_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+def canary_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> dict[str, Any]:
     old = prod_text(CANARY)
     new = old.replace("      - write_through\n", "      - write_back\n")
     assert new != old
     return plan_of(tmp_path, monkeypatch, capsys, {CANARY: old}, {CANARY: new}, "--tag", "v0.0.8")
 
 
-def test_every_call_of_the_canary_file_carries_its_profile(canary_plan: dict) -> None:  # type: ignore[type-arg]
+def test_every_call_of_the_canary_file_carries_its_profile(canary_plan: dict[str, Any]) -> None:
     (stage,) = canary_plan["files"][0]["stages"]
     assert stage["service"] == R2
     note = (
@@ -47,10 +50,13 @@ def test_every_call_of_the_canary_file_carries_its_profile(canary_plan: dict) ->
         f"git checkout --quiet v0.0.8 && docker compose --dry-run --profile {PROFILE} -f {CANARY} "
         f"up -d --no-deps --remove-orphans {R2}"
     )
-    assert calls(step(stage, "up")) == [("POST /compose/down", "v0.0.8", R2), ("POST /compose/up", "<OLD_TAG>", R2)]
+    assert calls(step(stage, "up")) == [
+        ("POST /compose/down", "v0.0.8", R2),
+        ("POST /compose/up", "<OLD_TAG>", R2),
+    ]
 
 
-def test_the_verification_commands_carry_the_profile_too(canary_plan: dict) -> None:  # type: ignore[type-arg]
+def test_the_verification_commands_carry_the_profile_too(canary_plan: dict[str, Any]) -> None:
     (stage,) = canary_plan["files"][0]["stages"]
     commands = [check["command"] for check in step(stage, "verify")["checks"]]
     compose = [command for command in commands if "docker compose" in command]
@@ -66,7 +72,13 @@ def test_a_file_without_profiles_has_no_profile_flag_or_note(
 ) -> None:
     old = prod_text()
     new = old.replace("keepalive 64;", "keepalive 128;")
-    plan = plan_of(tmp_path, monkeypatch, capsys, {"prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml": old}, {"prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml": new})
+    plan = plan_of(
+        tmp_path,
+        monkeypatch,
+        capsys,
+        {"prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml": old},
+        {"prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml": new},
+    )
     for stage in plan["files"][0]["stages"]:
         for item in stage["steps"]:
             assert "--profile" not in item.get("command", "")

@@ -19,7 +19,9 @@ NEW, OLD = "<NEW_TAG>", "<OLD_TAG>"
 def test_the_proxy_rollback_takes_the_added_engine_down_with_the_new_file_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: add_engine(hand(), "vllm-c", ("4", "5"))})
+    plan = plan_of(
+        tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: add_engine(hand(), "vllm-c", ("4", "5"))}
+    )
     file = plan["files"][0]
     assert services(file["stages"]) == ["vllm-c", "router"]
     router = file["stages"][1]
@@ -29,7 +31,10 @@ def test_the_proxy_rollback_takes_the_added_engine_down_with_the_new_file_first(
         ("POST /compose/up", OLD, "router"),
     ]
     assert calls(step(router, "up")) == calls(step(router, "verify")) == expected
-    assert calls(step(router, "down")) == [("POST /compose/down", NEW, "vllm-c"), ("POST /compose/up", OLD, "router")]
+    assert calls(step(router, "down")) == [
+        ("POST /compose/down", NEW, "vllm-c"),
+        ("POST /compose/up", OLD, "router"),
+    ]
     assert step(router, "up")["rollback_note"] == (
         "vllm-c first: this plan added it, and compose/up at <OLD_TAG> would remove it as an orphan "
         "with a short timeout"
@@ -58,7 +63,13 @@ def test_the_whole_rollback_is_the_reverse_with_added_services_down_first(
         "first, with the file that defines it"
     )
     for stage in rollback[1:]:
-        assert [s["action"] for s in stage["steps"]] == ["down (dry run)", "up (dry run)", "down", "up", "verify"]
+        assert [s["action"] for s in stage["steps"]] == [
+            "down (dry run)",
+            "up (dry run)",
+            "down",
+            "up",
+            "verify",
+        ]
         assert [step(stage, "down")["payload"]["tag"], step(stage, "up")["payload"]["tag"]] == [NEW, OLD]
         assert stage["reason"] == "back to its definition at <OLD_TAG>"
 
@@ -84,7 +95,9 @@ def test_a_removed_service_comes_back_before_the_changed_ones_are_reverted(
 def test_the_text_plan_prints_the_rollback_after_the_steps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = text_of(tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: add_engine(hand(), "vllm-c", ("4", "5"))})
+    out = text_of(
+        tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: add_engine(hand(), "vllm-c", ("4", "5"))}
+    )
     lines = out.splitlines()
     at = lines.index(
         "  rollback of this whole plan, its exact reverse (services the plan added go down first: the orphan rule):"

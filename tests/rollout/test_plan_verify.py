@@ -25,11 +25,21 @@ def test_every_changed_flag_gets_its_server_args_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old = prod_text()
-    new = _r1_only(old, '      - --chunked-prefill-size\n      - "8192"', '      - --chunked-prefill-size\n      - "16384"')
-    new = _r1_only(new, '      - --watchdog-timeout\n      - "1800"', '      - --watchdog-timeout\n      - "3600"')
-    new = _r1_only(new, "      - --kv-cache-dtype\n      - bfloat16", "      - --kv-cache-dtype\n      - fp8_e5m2")
+    new = _r1_only(
+        old,
+        '      - --chunked-prefill-size\n      - "8192"',
+        '      - --chunked-prefill-size\n      - "16384"',
+    )
+    new = _r1_only(
+        new, '      - --watchdog-timeout\n      - "1800"', '      - --watchdog-timeout\n      - "3600"'
+    )
+    new = _r1_only(
+        new, "      - --kv-cache-dtype\n      - bfloat16", "      - --kv-cache-dtype\n      - fp8_e5m2"
+    )
     new = _r1_only(new, '      - --max-queued-requests\n      - "8"\n', "")
-    new = _r1_only(new, "      - --enable-cache-report\n", "      - --dynamic-batch-tokenizer-batch-size\n      - \"64\"\n")
+    new = _r1_only(
+        new, "      - --enable-cache-report\n", '      - --dynamic-batch-tokenizer-batch-size\n      - "64"\n'
+    )
     plan = plan_of(tmp_path, monkeypatch, capsys, {LONG: old}, {LONG: new})
     (stage,) = plan["files"][0]["stages"]
     checks = [c for c in step(stage, "verify")["checks"] if c["what"].startswith("startup server_args")]
@@ -56,7 +66,11 @@ def test_the_rollback_verification_expects_the_old_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old = prod_text()
-    new = _r1_only(old, '      - --chunked-prefill-size\n      - "8192"', '      - --chunked-prefill-size\n      - "16384"')
+    new = _r1_only(
+        old,
+        '      - --chunked-prefill-size\n      - "8192"',
+        '      - --chunked-prefill-size\n      - "16384"',
+    )
     plan = plan_of(tmp_path, monkeypatch, capsys, {LONG: old}, {LONG: new})
     (back,) = plan["files"][0]["rollback"]
     expects = [c["expect"] for c in step(back, "verify")["checks"] if c["what"].startswith("startup")]
