@@ -146,14 +146,14 @@ def plan_rollback(
     unchanged = tuple(name for name in wanted if name not in changed)
     rendered_with = render_at(repo, target, file, changed, compose) if compose else "not rendered"
 
-    now = _profiles(repo, deployed, file)
-    then = _profiles(repo, target, file)
+    profiles_now = _profiles(repo, deployed, file)
+    profiles_then = _profiles(repo, target, file)
     steps: list[Step] = []
     for name in changed:
         down = "take it down with the file that defines it now (orphan rule)"
         up = f"bring it up from {target.name}; wait until it is healthy before the next service"
-        down_call = ComposeCall(Action.DOWN, deployed.name, file, (name,), False, now.get(name, ()))
-        up_call = ComposeCall(Action.UP, target.name, file, (name,), False, then.get(name, ()))
+        down_call = ComposeCall(Action.DOWN, deployed.name, file, (name,), False, profiles_now.get(name, ()))
+        up_call = ComposeCall(Action.UP, target.name, file, (name,), False, profiles_then.get(name, ()))
         steps += [
             Step(name, replace(down_call, dry_run=True), down),
             Step(name, replace(up_call, dry_run=True), up),
