@@ -24,8 +24,11 @@ from rollout.changes import ABSENT, Aspect, Change, Op
 from rollout.roles import Role, image_name
 from tierops.compose import SpellingError, command_tokens, gpu_device_ids, key_values, split_argv
 from tierops.errors import TieropsError
+from tierops.secrets import secret_key
 
 VARIANT_LABEL = "tierops.otel.config_variant"
+# How rollout/masking.py shows a masked value (`<secret sha256:1a2b3c4d>`).
+_MASKED = re.compile(r"<secret\b")
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,8 @@ def flag_checks(
     `server_args` line shows the value it now runs with. The key is the flag with
     underscores (`--enable-dynamic-batch-tokenizer` -> `enable_dynamic_batch_tokenizer`);
     the value is printed as Python prints it, typed by the pinned build's manifest.
-    Other engine programs print their arguments differently: no check is invented."""
+    Other engine programs print their arguments differently: no check is invented; nor
+    for a secret flag (its value is masked, and the check would print it)."""
     if "sglang" not in _engine_kind(service):
         return []
     read = f"{compose} logs --no-log-prefix {shlex.quote(name)} 2>&1 | grep -m1 server_args"
@@ -196,6 +200,11 @@ def flag_checks(
         if not flag.startswith("-"):
             continue  # a positional argument or the program: no server_args key
         key = flag.lstrip("-").replace("-", "_")
+        values = (str(old.get("value")), str(new.get("value")))
+        if secret_key(flag) or any(_MASKED.match(value) for value in values):
+            # A secret's value is masked in the model; reading it back would print it.
+            wanted.pop(key, None)
+            continue
         if change.op is Op.REMOVED or change.new is ABSENT:
             value = old.get("value")
             if value is None:

@@ -95,3 +95,24 @@ def test_a_vllm_engine_gets_no_invented_server_args_check(
     plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: new})
     for stage in plan["files"][0]["stages"]:
         assert not [c for c in step(stage, "verify")["checks"] if "server_args" in c["command"]]
+
+
+def test_a_secret_flag_gets_no_check_that_would_print_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = prod_text()
+    new = _r1_only(
+        old,
+        "      - --enable-metrics\n",
+        "      - --enable-metrics\n      - --api-key\n      - hunter2hunter2\n",
+    )
+    new = _r1_only(
+        new,
+        '      - --chunked-prefill-size\n      - "8192"',
+        '      - --chunked-prefill-size\n      - "16384"',
+    )
+    plan = plan_of(tmp_path, monkeypatch, capsys, {LONG: old}, {LONG: new})
+    (stage,) = plan["files"][0]["stages"]
+    expects = [c["expect"] for c in step(stage, "verify")["checks"] if c["what"].startswith("startup")]
+    assert expects == ["'chunked_prefill_size': 16384"]
+    assert "hunter2hunter2" not in str(plan)
