@@ -331,9 +331,7 @@ def _ordered(items: Sequence[_Item], order: Sequence[str]) -> list[_Item]:
             sequence.insert(max(holders) + 1, item)
         else:
             front.append(item)
-    removed_engines = [item for item in removed if item.role is Role.ENGINE]
-    additions = [item.name for item in front + sequence if item.status is Status.ADDED]
-    paired = dict(zip(additions, removed_engines, strict=False))  # the first additions replace them
+    paired = _pairs([item for item in removed if item.role is Role.ENGINE], front + sequence)
     engine_order = [
         replace(item, note=f"replaces {paired[item.name].name}, removed above")
         if item.name in paired
@@ -347,6 +345,23 @@ def _ordered(items: Sequence[_Item], order: Sequence[str]) -> list[_Item]:
     first = [item for item in rest if _ROLE_ORDER[item.role] < _ROLE_ORDER[Role.ENGINE]]
     last = [item for item in rest if _ROLE_ORDER[item.role] > _ROLE_ORDER[Role.ENGINE]]
     return removed + first + engine_order + last
+
+
+def _pairs(removed: Sequence[_Item], engines: Sequence[_Item]) -> dict[str, _Item]:
+    """Which removed engine each added engine replaces: the one whose GPUs it takes,
+    else the next one not yet replaced, in order."""
+    left = list(removed)
+    pairs: dict[str, _Item] = {}
+    added = [item for item in engines if item.status is Status.ADDED]
+    for item in added:
+        same = [old for old in left if _gpus(old.base) & _gpus(item.head)]
+        if same:
+            pairs[item.name] = same[0]
+            left.remove(same[0])
+    for item in added:
+        if item.name not in pairs and left:
+            pairs[item.name] = left.pop(0)
+    return pairs
 
 
 class _Context:
@@ -597,10 +612,9 @@ def _orphan_note(brought_up: Sequence[_Item], old_tag: str) -> str:
     if not brought_up:
         return ""
     names = ", ".join(item.name for item in reversed(brought_up))
-    return (
-        f"{names} first: this plan added {'them' if len(brought_up) > 1 else 'it'}, and compose/up at "
-        f"{old_tag} would remove {'them' if len(brought_up) > 1 else 'it'} as an orphan with a short timeout"
-    )
+    if len(brought_up) == 1:
+        return f"{names} first: this plan added it, and compose/up at {old_tag} would remove it as an orphan with a short timeout"
+    return f"{names} first: this plan added them, and compose/up at {old_tag} would remove them as orphans with a short timeout"
 
 
 def _up_dry_expect(item: _Item) -> str:

@@ -53,6 +53,11 @@ def test_replacing_every_engine_warns_that_none_serves_with_the_count_at_each_st
     plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: new})
     file = plan["files"][0]
     assert services(file["stages"]) == ["vllm-a", "vllm-b", "vllm-d", "vllm-c", "router"]
+    # Each replacement is paired with the engine whose GPUs it takes.
+    assert [stage["note"].split("; ")[1] for stage in file["stages"][2:4]] == [
+        "replaces vllm-b, removed above",
+        "replaces vllm-a, removed above",
+    ]
     assert file["warnings"] == [
         "capacity: no engine serves during some steps in this plan (the orphan rule: every engine the new "
         "file drops goes down before its first up). Engines serving: 2 before; 1.2 down vllm-a: 1; "
