@@ -25,10 +25,7 @@ def no_change_line(plan: Plan) -> str | None:
 
 def _call_lines(call: ComposeCall, indent: str) -> list[str]:
     body = json.dumps(call.payload(), ensure_ascii=False)
-    lines = [f"{indent}{call.endpoint} {body}", f"{indent}$ {call.command()}"]
-    if call.note():
-        lines.append(f"{indent}note: {call.note()}")
-    return lines
+    return [f"{indent}{call.endpoint} {body}", f"{indent}$ {call.command()}"]
 
 
 def _step_lines(step: Step) -> list[str]:
@@ -55,6 +52,9 @@ def _stage_lines(stage: Stage) -> list[str]:
     lines = [f"  {stage.number}{dot} {stage.service} [{stage.role}]: {stage.reason}"]
     if stage.note:
         lines.append(f"     {stage.note}")
+    # The profile note of its calls, once per stage (JSON carries it on every call).
+    calls = [call for step in stage.steps for call in (step.call, *step.rollback) if call is not None]
+    lines += [f"     note: {note}" for note in dict.fromkeys(call.note() for call in calls) if note]
     if stage.warning:
         lines.append(f"     WARNING: {stage.warning}")
     for step in stage.steps:

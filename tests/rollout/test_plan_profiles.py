@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.rollout.diffkit import R2, prod_text
-from tests.rollout.plankit import calls, plan_of, step
+from tests.rollout.plankit import calls, plan_of, step, text_of
 
 CANARY = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml"
 PROFILE = "w4afp8-canary"
@@ -83,3 +83,18 @@ def test_a_file_without_profiles_has_no_profile_flag_or_note(
         for item in stage["steps"]:
             assert "--profile" not in item.get("command", "")
             assert "note" not in item and "profiles" not in item
+
+
+def test_the_text_plan_names_the_profile_once_per_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = prod_text(CANARY)
+    new = old.replace("      - write_through\n", "      - write_back\n")
+    out = text_of(tmp_path, monkeypatch, capsys, {CANARY: old}, {CANARY: new})
+    note = (
+        f"     note: {R2} sit(s) behind the compose profile {PROFILE}: the payload has no profile field, "
+        f"Compose activates it for a service named in `services`; the command passes --profile {PROFILE}"
+    )
+    assert out.splitlines().count(note) == 2  # the step and its reverse in the rollback
+    commands = [line.strip() for line in out.splitlines() if line.strip().startswith("$ git checkout")]
+    assert commands and all(f"--profile {PROFILE} -f {CANARY}" in command for command in commands)
