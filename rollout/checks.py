@@ -1,25 +1,34 @@
-"""How an operator verifies a recreated service, derived from its definition.
+"""How an operator verifies a recreated service, derived from its definition and its change.
 
-Engines: healthy, one real completion through that replica alone, and its
+Engines: healthy, one real completion through that replica alone, its
 `config_variant` live (container label at once; the scrape label and the metrics after
-the collector step). Telemetry: running, and its series present. Everything else:
-healthy (or running when it has no healthcheck). Commands run on the host, from the
-checkout of the new tag, like the steps they verify.
+the collector step), and, for an SGLang engine, one check per flag the change added,
+removed or changed: the startup `server_args` log line shows the new value, as the
+operator runbook does by hand (`'enable_dynamic_batch_tokenizer': True`). Telemetry:
+running, and its series present. Everything else: healthy (or running when it has no
+healthcheck). Commands run on the host, from the checkout of the new tag, like the
+steps they verify, with the compose profiles the service sits behind.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rollout.changes import ABSENT, Aspect, Change, Op
 from rollout.roles import Role, SpellingError, command_tokens, gpu_device_ids, image_name, key_values
 from tierops.argv import split_argv
+from tierops.errors import TieropsError
+from tierops.secrets import secret_key
 
 VARIANT_LABEL = "tierops.otel.config_variant"
+# How rollout/masking.py shows a masked value (`<secret sha256:1a2b3c4d>`).
+_MASKED = re.compile(r"<secret\b")
 
 
 @dataclass(frozen=True)
@@ -32,13 +41,41 @@ class Check:
         return {"what": self.what, "command": self.command, "expect": self.expect}
 
 
-def checks_for(file: str, name: str, role: str, service: Mapping[str, Any], stem: str) -> tuple[Check, ...]:
-    """The verification of one service after its `up`, from the head definition."""
-    compose = f"docker compose -f {shlex.quote(file)}"
+def profiles_of(service: Mapping[str, Any]) -> tuple[str, ...]:
+    """The compose profiles a service sits behind (none: it is always enabled)."""
+    value = service.get("profiles")
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence):
+        return tuple(dict.fromkeys(str(item) for item in value))
+    return ()
+
+
+def compose_prefix(file: str, profiles: Sequence[str] = ()) -> str:
+    """`docker compose [--profile P]... -f FILE`: without its profile, `ps`, `logs` and
+    `down` of a profiled service may not see its container at all."""
+    words = ["docker", "compose"]
+    for profile in profiles:
+        words += ["--profile", profile]
+    return shlex.join([*words, "-f", file])
+
+
+def checks_for(
+    file: str,
+    name: str,
+    role: str,
+    service: Mapping[str, Any],
+    stem: str,
+    changes: Sequence[Change] = (),
+) -> tuple[Check, ...]:
+    """The verification of one service after its `up`, from the definition it now runs
+    and the changes that brought it there (flag checks for engines)."""
+    compose = compose_prefix(file, profiles_of(service))
     checks = [_health(compose, name, service)]
     labels = _labels(service)
     if role == Role.ENGINE:
         checks += _engine(compose, name, service, labels)
+        checks += flag_checks(compose, name, service, changes)
     elif role == Role.COLLECTOR:
         checks.append(
             Check(
@@ -139,6 +176,93 @@ def _engine(compose: str, name: str, service: Mapping[str, Any], labels: Mapping
             )
         )
     return checks
+
+
+def flag_checks(
+    compose: str, name: str, service: Mapping[str, Any], changes: Sequence[Change]
+) -> list[Check]:
+    """One check per flag added, removed or changed: the SGLang engine's startup
+    `server_args` line shows the value it now runs with. The key is the flag with
+    underscores (`--enable-dynamic-batch-tokenizer` -> `enable_dynamic_batch_tokenizer`);
+    the value is printed as Python prints it, typed by the pinned build's manifest.
+    Other engine programs print their arguments differently: no check is invented; nor
+    for a secret flag (its value is masked, and the check would print it)."""
+    if "sglang" not in _engine_kind(service):
+        return []
+    read = f"{compose} logs --no-log-prefix {shlex.quote(name)} 2>&1 | grep -m1 server_args"
+    wanted: dict[str, tuple[str, str]] = {}  # key -> (what, expect); the last change of a flag wins
+    for change in changes:
+        if change.aspect is not Aspect.ARGV:
+            continue
+        old = change.old if isinstance(change.old, Mapping) else {}
+        new = change.new if isinstance(change.new, Mapping) else {}
+        flag = str(new.get("flag") or old.get("flag") or "")
+        if not flag.startswith("-"):
+            continue  # a positional argument or the program: no server_args key
+        key = flag.lstrip("-").replace("-", "_")
+        values = (str(old.get("value")), str(new.get("value")))
+        if secret_key(flag) or any(_MASKED.match(value) for value in values):
+            # A secret's value is masked in the model; reading it back would print it.
+            wanted.pop(key, None)
+            continue
+        if change.op is Op.REMOVED or change.new is ABSENT:
+            value = old.get("value")
+            if value is None:
+                wanted[key] = (f"{flag} is off", f"'{key}': False")
+            else:
+                wanted[key] = (
+                    f"{flag} is back to the build's default",
+                    f"'{key}': <the default>, no longer {_python_value(flag, value)}",
+                )
+        elif change.op is Op.CHANGED and old == new:
+            continue  # moved, same value: nothing new to see at startup
+        else:
+            value = new.get("value")
+            shown = "True" if value is None else _python_value(flag, value)
+            verb = "is on" if value is None else f"is {shown}"
+            wanted[key] = (f"{flag} {verb}", f"'{key}': {shown}")
+    checks: list[Check] = []
+    for key, (what, expect) in wanted.items():
+        pattern = "'" + key + "': [^,})]*"
+        # Double quotes read better than shlex's '"'"' and are safe for an identifier key.
+        pattern = f'"{pattern}"' if re.fullmatch(r"\w+", key) else shlex.quote(pattern)
+        checks.append(Check(f"startup server_args: {what}", f"{read} | grep -o {pattern}", expect))
+    return checks
+
+
+def _python_value(flag: str, value: Any) -> str:
+    """How the engine's server_args print a CLI value: by the flag's type in the
+    manifest, else by the value's shape (an int, a float, else a quoted string)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_python_value(flag, item) for item in value) + "]"
+    text = str(value)
+    kind = _flag_types().get(flag)
+    try:
+        if kind == "int" or (kind is None and re.fullmatch(r"-?\d+", text)):
+            return repr(int(text))
+        if kind == "float" or (kind is None and re.fullmatch(r"-?\d*\.\d+(e-?\d+)?", text)):
+            return repr(float(text))
+    except ValueError:
+        pass
+    return repr(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _flag_types() -> dict[str, str | None]:
+    """Flag -> argparse type of the pinned SGLang build (manifest plus patch flags);
+    empty when the manifest cannot be read (the shape rule then decides)."""
+    try:
+        # Imported here: only engines with flag changes need the manifest.
+        from validators.contract import load_build
+        from validators.manifest import HERE, load_manifest
+
+        build = load_build()
+        manifest = load_manifest(HERE / build.manifest)
+    except (TieropsError, OSError):
+        return {}
+    types: dict[str, str | None] = {flag: spec.type for flag, spec in manifest.flags.items()}
+    types.update({flag: patch.type for flag, patch in build.patch_flags.items()})
+    return types
 
 
 def _options(service: Mapping[str, Any]) -> dict[str, str]:

@@ -48,9 +48,13 @@ def _step_lines(step: Step) -> list[str]:
 
 
 def _stage_lines(stage: Stage) -> list[str]:
-    lines = [f"  {stage.number}. {stage.service} [{stage.role}]: {stage.reason}"]
+    dot = "." if isinstance(stage.number, int) else ""
+    lines = [f"  {stage.number}{dot} {stage.service} [{stage.role}]: {stage.reason}"]
     if stage.note:
         lines.append(f"     {stage.note}")
+    # The profile note of its calls, once per stage (JSON carries it on every call).
+    calls = [call for step in stage.steps for call in (step.call, *step.rollback) if call is not None]
+    lines += [f"     note: {note}" for note in dict.fromkeys(call.note() for call in calls) if note]
     if stage.warning:
         lines.append(f"     WARNING: {stage.warning}")
     for step in stage.steps:
@@ -69,10 +73,18 @@ def file_text(file: FilePlan, plan: Plan) -> list[str]:
     if file.untouched:
         lines.append(f"  not touched (unchanged): {', '.join(file.untouched)}")
     lines += [f"  note: {note}" for note in file.notes]
+    lines += [f"  WARNING: {warning}" for warning in file.warnings]
     if file.stages:
         lines.append('  every rollback call: send it with "dry_run": true first and check it, then false')
     for stage in file.stages:
         lines += _stage_lines(stage)
+    if file.rollback:
+        lines.append(
+            "  rollback of this whole plan, its exact reverse (services the plan added go down first: "
+            "the orphan rule):"
+        )
+        for stage in file.rollback:
+            lines += _stage_lines(stage)
     return lines
 
 
@@ -112,20 +124,31 @@ def render_markdown(plan: Plan, limit: int = PLAN_BUDGET) -> str:
         if file.untouched:
             blocks.append(f"Not touched (unchanged): {', '.join(code(name) for name in file.untouched)}\n")
         blocks += [f"- {escape(note)}" for note in file.notes]
-        blocks.append("| step | service | role | action | traffic |\n|---|---|---|---|---|")
-        for stage in file.stages:
-            traffic = "**interrupts**" if stage.interrupts_traffic else ""
-            for step in stage.steps:
-                dry = " (dry run)" if step.call is not None and step.call.dry_run else ""
-                action = escape(step.action.removesuffix(" (dry run)") + dry)
-                blocks.append(
-                    f"| {step.number} | {code(stage.service)} | {escape(stage.role)} | {action} | {traffic} |"
-                )
-        blocks.append("")
+        blocks += [f"- **Warning:** {escape(warning)}" for warning in file.warnings]
+        blocks += _table(file.stages)
+        if file.rollback:
+            blocks.append(
+                "Rollback of this whole plan (its exact reverse; services the plan added go down first):\n"
+            )
+            blocks += _table(file.rollback)
         details = mask_text("\n".join(file_text(file, plan))).splitlines()
         summary = html.escape("payloads, commands, checks and rollbacks")
         blocks.append(f"<details><summary>{summary}</summary>\n\n{fence(details, 'text')}\n\n</details>\n")
     return fit([mask_text(block) for block in blocks], limit, "plan")
+
+
+def _table(stages: tuple[Stage, ...]) -> list[str]:
+    rows = ["| step | service | role | action | traffic |\n|---|---|---|---|---|"]
+    for stage in stages:
+        traffic = "**interrupts**" if stage.interrupts_traffic else ""
+        for step in stage.steps:
+            dry = " (dry run)" if step.call is not None and step.call.dry_run else ""
+            action = escape(step.action.removesuffix(" (dry run)") + dry)
+            rows.append(
+                f"| {step.number} | {code(stage.service)} | {escape(stage.role)} | {action} | {traffic} |"
+            )
+    rows.append("")
+    return rows
 
 
 RENDERERS: dict[str, Callable[[Plan], str]] = {

@@ -9,8 +9,10 @@ rollback is never printed for a file compose would reject.
 
 The steps obey the orphan rule (SPEC 1): compose-manager's `up` kills services missing
 from the file with a short timeout, so each service is first taken `down` with the
-file that defines it now (the deployed tag), then brought `up` from the old tag. Every
-call is printed twice, `dry_run` first: read its plan before sending the real one.
+file that defines it now (the deployed tag), then brought `up` from the old tag. Both
+dry runs of a service come before its first real call (issue 11: a failing `up` must be
+found while the service still runs), and every call carries the compose profiles the
+service sits behind at that tag (the canary file's `w4afp8-canary`).
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 from rollout import git
+from rollout.checks import profiles_of
+from rollout.forms import load_documents
 from rollout.release import AgeGate, IgnoredTag, ReleaseTag, TagSet, format_time
 from rollout.steps import Action, ComposeCall
 from tierops.composebin import DUMMY_ENV, ComposeBinary, run_config
-from tierops.errors import RefusedError, UsageError
+from tierops.errors import InputError, RefusedError, UsageError
 
 EMERGENCY_HINT = "an emergency before then follows docs/releasing.md (Emergency path), never a lower gate"
 
@@ -142,22 +146,44 @@ def plan_rollback(
     unchanged = tuple(name for name in wanted if name not in changed)
     rendered_with = render_at(repo, target, file, changed, compose) if compose else "not rendered"
 
+    profiles_now = _profiles(repo, deployed, file)
+    profiles_then = _profiles(repo, target, file)
     steps: list[Step] = []
     for name in changed:
         down = "take it down with the file that defines it now (orphan rule)"
         up = f"bring it up from {target.name}; wait until it is healthy before the next service"
-        for dry_run in (True, False):
-            call = ComposeCall(Action.DOWN, deployed.name, file, (name,), dry_run)
-            steps.append(Step(name, call, down))
-        for dry_run in (True, False):
-            call = ComposeCall(Action.UP, target.name, file, (name,), dry_run)
-            steps.append(Step(name, call, up))
+        down_call = ComposeCall(Action.DOWN, deployed.name, file, (name,), False, profiles_now.get(name, ()))
+        up_call = ComposeCall(Action.UP, target.name, file, (name,), False, profiles_then.get(name, ()))
+        steps += [
+            Step(name, replace(down_call, dry_run=True), down),
+            Step(name, replace(up_call, dry_run=True), up),
+            Step(name, down_call, down),
+            Step(name, up_call, up),
+        ]
     # Tags an operator may have taken for the deployed or the previous release: say
     # why they are not (a lightweight v0.0.10 on HEAD is no rollback point, issue 11).
     ignored = tuple(tag for tag in tags.ignored if (tag.number or -1) > target.number)
     return Rollback(
         file, wanted, deployed, target, changed, unchanged, passed_over, rendered_with, tuple(steps), ignored
     )
+
+
+def _profiles(repo: Path, tag: ReleaseTag, file: str) -> dict[str, tuple[str, ...]]:
+    """The compose profiles of every service of `file` at `tag` (empty when unreadable:
+    the render check refuses such a tag anyway)."""
+    data = git.show(repo, tag.commit, file)
+    if data is None:
+        return {}
+    try:
+        documents = load_documents(data, where=file)
+    except InputError:
+        return {}
+    profiles: dict[str, tuple[str, ...]] = {}
+    for document in documents:
+        for name, service in (document.get("services") or {}).items():
+            if isinstance(service, dict):
+                profiles[str(name)] = profiles_of(service)
+    return profiles
 
 
 def render_at(repo: Path, tag: ReleaseTag, file: str, services: Sequence[str], compose: ComposeBinary) -> str:

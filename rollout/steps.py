@@ -27,6 +27,10 @@ class ComposeCall:
     file: str  # repository-relative, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml
     services: tuple[str, ...]
     dry_run: bool
+    # The compose profiles the services sit behind (the canary file's `w4afp8-canary`).
+    # compose-manager's API has no field for them: naming a service activates its
+    # profiles in Compose; the plain command passes them explicitly (see `note`).
+    profiles: tuple[str, ...] = ()
 
     @property
     def endpoint(self) -> str:
@@ -44,11 +48,37 @@ class ComposeCall:
             "dry_run": self.dry_run,
         }
 
+    def note(self) -> str:
+        """What the payload cannot say: the profile its services sit behind."""
+        if not self.profiles:
+            return ""
+        names = ", ".join(self.profiles)
+        which = "profile" if len(self.profiles) == 1 else "profiles"
+        flags = " ".join(f"--profile {profile}" for profile in self.profiles)
+        return (
+            f"{', '.join(self.services)} sit(s) behind the compose {which} {names}: the payload has no "
+            f"profile field, Compose activates it for a service named in `services`; the command passes {flags}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The call as the plan and the release rollback print it in JSON."""
+        out: dict[str, Any] = {
+            "endpoint": self.endpoint,
+            "payload": self.payload(),
+            "command": self.command(),
+        }
+        if self.profiles:
+            out["profiles"] = list(self.profiles)
+            out["note"] = self.note()
+        return out
+
     def command(self) -> str:
         """The equivalent plain command, run from a checkout of `tag` on the host."""
         base = ["docker", "compose"]
         if self.dry_run:
             base.append("--dry-run")
+        for profile in self.profiles:
+            base += ["--profile", profile]
         base += ["-f", self.file]
         if self.action is Action.UP:
             # `up` removes orphans like compose-manager does (the orphan rule).

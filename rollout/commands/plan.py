@@ -1,11 +1,14 @@
 """`python -m rollout plan`: the ordered rollout of what `rollout diff` reports.
 
 One service at a time: services that disappear are taken down first (the orphan
-rule); then changed one-shot jobs; engines, treatment/canary replica first (r2 before
-r1 unless `tierops.rollout.order` labels say otherwise); telemetry alone; the proxy,
-registrar and front door only if they changed, flagged as interrupting traffic.
-Unchanged services are never touched. Every step is printed as a compose-manager call
-and as a plain `docker compose` command, with its rollback.
+rule); then changed one-shot jobs; engines (added ones first, then the highest replica
+first, r2 before r1, unless `tierops.rollout.order` labels say otherwise); telemetry
+alone; the proxy, registrar and front door only if they changed, flagged as
+interrupting traffic. Unchanged services are never touched. For each service both dry
+runs come before any real call. Every step is printed as a compose-manager call and as
+a plain `docker compose` command (with the service's compose profiles), with its
+rollback; the rollback of the whole plan is its exact reverse, services the plan added
+taken down first (the orphan rule). A capacity warning counts the engines serving.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ NAME = "plan"
 HELP = "the rollout plan (compose-manager calls and rollbacks) for the changes diff reports"
 DESCRIPTION = f"""\
 The ordered rollout of the changes between a base ref and the working tree (or --head):
-which services to take down and bring up, one at a time, as compose-manager payloads
-and plain `docker compose` commands, each with its rollback and its verification.
+which services to take down and bring up, one at a time (both dry runs of a service
+before its real down and up), as compose-manager payloads and plain `docker compose`
+commands, each with its rollback and its verification; then the rollback of the whole
+plan, its exact reverse (services the plan added go down first: the orphan rule).
 
 Tags: the head is normally not tagged yet (the v0.0.N tag is created on the merge
 commit), so up steps name {NEW_TAG} unless --tag is given or the head commit already
@@ -97,15 +102,30 @@ def _require_release_name(found: release.TagSet, option: str, name: str) -> None
             raise UsageError(f"{option} {name}: not a release tag: {ignored.reason}")
 
 
-def head_documents(repo: Path, changeset: ChangeSet) -> dict[tuple[str, int | None], Mapping[str, Any]]:
+Documents = dict[tuple[str, int | None], Mapping[str, Any]]
+
+
+def head_documents(repo: Path, changeset: ChangeSet) -> Documents:
     """The head's parsed documents of every changed file (roles and checks read them)."""
-    documents: dict[tuple[str, int | None], Mapping[str, Any]] = {}
-    for path in dict.fromkeys(file.path for file in changeset.files if file.error is None):
-        if changeset.head.commit is None:
+    paths = [file.path for file in changeset.files if file.error is None]
+    return _documents(repo, changeset.head.commit, paths)
+
+
+def base_documents(repo: Path, changeset: ChangeSet) -> Documents:
+    """The base's parsed documents, keyed by the base path (a renamed file's old path):
+    the down steps' profiles and the engines serving before the plan come from them."""
+    paths = [file.old_path or file.path for file in changeset.files if file.error is None]
+    return _documents(repo, changeset.base.commit, paths)
+
+
+def _documents(repo: Path, commit: str | None, paths: list[str]) -> Documents:
+    documents: Documents = {}
+    for path in dict.fromkeys(paths):
+        if commit is None:
             target = repo / path
             data = target.read_bytes() if target.is_file() else None
         else:
-            data = git.show(repo, changeset.head.commit, path)
+            data = git.show(repo, commit, path)
         if data is None:
             continue
         try:
@@ -119,13 +139,17 @@ def head_documents(repo: Path, changeset: ChangeSet) -> dict[tuple[str, int | No
 
 def run(args: argparse.Namespace) -> int:
     repo, changeset = load_changeset(args)
-    documents = head_documents(repo, changeset)
+    heads = head_documents(repo, changeset)
+    bases = base_documents(repo, changeset)
     tags = resolve_tags(repo, changeset, args.tag, args.base_tag)
 
-    def document(file: FileChange) -> Mapping[str, Any] | None:
-        return documents.get((file.path, file.document))
+    def head(file: FileChange) -> Mapping[str, Any] | None:
+        return heads.get((file.path, file.document))
 
-    plan = build_plan(changeset, document, tags)
+    def base(file: FileChange) -> Mapping[str, Any] | None:
+        return bases.get((file.old_path or file.path, file.document))
+
+    plan = build_plan(changeset, head, tags, base)
     sys.stdout.write(RENDERERS[args.format](plan))
     if args.format != "text":
         for file in plan.errors:

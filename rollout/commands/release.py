@@ -355,6 +355,7 @@ def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_f
             f"{number:>2}. [{mode}] {step.service}: {step.why}",
             f"    {step.call.endpoint} {json.dumps(step.call.payload())}",
             f"    $ {step.call.command()}",
+            *([f"    note: {step.call.note()}"] if step.call.note() else []),
         ]
     return lines
 
@@ -382,14 +383,5 @@ def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, 
         "passed_over": [tag.name for tag in plan.passed_over],
         "ignored": [{"tag": tag.name, "reason": tag.reason} for tag in plan.ignored],
         "rendered_with": plan.rendered_with,
-        "steps": [
-            {
-                "service": step.service,
-                "why": step.why,
-                "endpoint": step.call.endpoint,
-                "payload": step.call.payload(),
-                "command": step.call.command(),
-            }
-            for step in plan.steps
-        ],
+        "steps": [{"service": step.service, "why": step.why, **step.call.to_json()} for step in plan.steps],
     }

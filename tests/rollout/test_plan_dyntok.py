@@ -60,7 +60,8 @@ def test_the_dyntok_plan_is_r2_then_r1_then_the_collector_alone(
     (file,) = plan["files"]
     assert file["path"] == LONG
     steps = [(stage["service"], step["action"]) for stage in file["stages"] for step in stage["steps"]]
-    replace = ["down (dry run)", "down", "up (dry run)", "up", "verify"]
+    # Both dry runs before any real call (issue 11): a failing up is found while r2 serves.
+    replace = ["down (dry run)", "up (dry run)", "down", "up", "verify"]
     assert steps == (
         [(R2, action) for action in replace]
         + [(R1, action) for action in replace]
@@ -76,6 +77,13 @@ def test_the_dyntok_plan_is_r2_then_r1_then_the_collector_alone(
         "dcgm-glm53",
     ]
     assert file["notes"] == []
+    assert file["warnings"] == []
+    assert [stage["note"] for stage in file["stages"]] == [
+        "engine 1 of 2, one at a time; the canary of this change: the other engines get it only after "
+        "this one verifies; 1 engine(s) serve meanwhile",
+        "engine 2 of 2, one at a time; 1 engine(s) serve meanwhile",
+        "",
+    ]
 
 
 def test_every_call_is_scoped_to_one_service_with_the_file_that_defines_it(
@@ -83,7 +91,7 @@ def test_every_call_is_scoped_to_one_service_with_the_file_that_defines_it(
 ) -> None:
     plan = plan_json(dyntok_repo, monkeypatch, capsys)
     for stage in plan["files"][0]["stages"]:
-        down_dry, down, up_dry, up, verify = stage["steps"]
+        down_dry, up_dry, down, up, verify = stage["steps"]
         only = [stage["service"]]
         for step, endpoint, tag, dry_run in (
             (down_dry, "POST /compose/down", "<OLD_TAG>", True),
@@ -123,7 +131,14 @@ def test_each_engine_is_verified_by_health_a_real_completion_and_its_variant(
         "one real completion through this replica alone",
         "the new config_variant is live on the container",
         "its config_variant is seen in metrics (PromQL; the scrape label follows the collector step)",
+        "startup server_args: --enable-dynamic-batch-tokenizer is on",
     ]
+    # The runbook's check, derived from the change: the flag with underscores, its new value.
+    assert checks[4]["expect"] == "'enable_dynamic_batch_tokenizer': True"
+    assert checks[4]["command"] == (
+        f"docker compose -f {LONG} logs --no-log-prefix {R2} 2>&1 | grep -m1 server_args"
+        " | grep -o \"'enable_dynamic_batch_tokenizer': [^,})]*\""
+    )
     variant = "fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi2-h200-tp4-ep4-dyntok"
     assert checks[2]["expect"] == variant
     assert checks[3]["command"] == (

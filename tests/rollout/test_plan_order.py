@@ -173,7 +173,7 @@ def test_a_renamed_file_downs_with_the_old_path_and_ups_with_the_new(
     plan = plan_of(tmp_path, monkeypatch, capsys, {LONG: old}, {LONG: None, "prod/long.yaml": new})
     file = plan["files"][0]
     assert (file["path"], file["old_path"]) == ("prod/long.yaml", LONG)
-    down, up = file["stages"][0]["steps"][1], file["stages"][0]["steps"][3]
+    down, up = file["stages"][0]["steps"][2], file["stages"][0]["steps"][3]
     assert (down["payload"]["file"], up["payload"]["file"]) == (LONG, "prod/long.yaml")
     assert file["notes"] == [
         f"renamed from {LONG}: down steps use the old path at <OLD_TAG>, up steps the new one"
@@ -215,5 +215,61 @@ def test_the_markdown_plan_has_an_overview_table_and_the_details(
     code, out, _ = run_cli(monkeypatch, capsys, repo, ["plan", "--format", "markdown"])
     assert code == 0
     assert "| step | service | role | action | traffic |" in out
-    assert "| 1.2 | `nginx` | front door | down | **interrupts** |" in out
+    assert "| 1.3 | `nginx` | front door | down | **interrupts** |" in out
     assert "<details><summary>payloads, commands, checks and rollbacks</summary>" in out
+
+
+def test_both_dry_runs_of_a_service_come_before_its_first_real_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 11: with dry-run down, down, dry-run up, up, a failing up was discovered with
+    # the replica already down.
+    old = fixture("handwritten.yaml")
+    new = old.replace("--max-model-len 32768", "--max-model-len 65536")
+    plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: old}, {HAND: new})
+    for stage in plan["files"][0]["stages"]:
+        actions = [step["action"] for step in stage["steps"]]
+        assert actions == ["down (dry run)", "up (dry run)", "down", "up", "verify"]
+        up_dry = stage["steps"][1]
+        assert (up_dry["endpoint"], up_dry["payload"]["dry_run"]) == ("POST /compose/up", True)
+        assert "nothing removed" in up_dry["expect"]
+
+
+def test_a_removed_engine_is_not_called_a_canary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = fixture("handwritten.yaml")
+    start, end = old.index("  vllm-a:\n"), old.index("  vllm-b:\n")
+    new = (old[:start] + old[end:]).replace("--max-model-len 32768", "--max-model-len 65536")
+    new = new.replace("BACKENDS: http://vllm-a:8000,http://vllm-b:8000", "BACKENDS: http://vllm-b:8000")
+    plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: old}, {HAND: new})
+    notes = [stage["note"] for stage in plan["files"][0]["stages"]]
+    assert notes[0] == (
+        "engine 1 of 2, one at a time; removed: taken down before any up of the new file (orphan rule); "
+        "1 engine(s) serve meanwhile"
+    )
+    assert not any("canary" in note or "treatment" in note for note in notes)
+
+
+def test_only_an_engine_that_tries_a_shared_change_first_is_the_canary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = fixture("handwritten.yaml")
+    # Different changes on the two engines: nobody tries the other's change first.
+    at = old.index("  vllm-b:\n")
+    new = old[:at].replace("--max-model-len 32768", "--max-model-len 65536") + old[at:].replace(
+        "--port=8000", "--port=8001"
+    )
+    plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: old}, {HAND: new})
+    assert [stage["note"] for stage in plan["files"][0]["stages"]][:2] == [
+        "engine 1 of 2, one at a time; 1 engine(s) serve meanwhile",
+        "engine 2 of 2, one at a time; 1 engine(s) serve meanwhile",
+    ]
+    # The same change on both: the first to get it is the canary of this change.
+    (tmp_path / "same").mkdir()
+    new = old.replace("--max-model-len 32768", "--max-model-len 65536")
+    plan = plan_of(tmp_path / "same", monkeypatch, capsys, {HAND: old}, {HAND: new})
+    assert plan["files"][0]["stages"][0]["note"] == (
+        "engine 1 of 2, one at a time; the canary of this change: the other engines get it only after "
+        "this one verifies; 1 engine(s) serve meanwhile"
+    )

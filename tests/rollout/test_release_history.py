@@ -408,12 +408,13 @@ def expected_rollback(commits: dict[str, str], world: World) -> str:
         "  warning: v0.0.4 was tagged with --no-verify: its check never passed\n"
         "\n"
         "steps, in order: one service at a time; send each dry_run call first and read its plan\n"
+        # Both dry runs before the first real call (issue 11).
         f" 1. [dry run] {R2}: {down}\n"
         + call("down", "v0.0.6", True)
-        + f" 2. [for real] {R2}: {down}\n"
-        + call("down", "v0.0.6", False)
-        + f" 3. [dry run] {R2}: {up}\n"
+        + f" 2. [dry run] {R2}: {up}\n"
         + call("up", "v0.0.4", True)
+        + f" 3. [for real] {R2}: {down}\n"
+        + call("down", "v0.0.6", False)
         + f" 4. [for real] {R2}: {up}\n"
         + call("up", "v0.0.4", False)
     )
@@ -461,8 +462,8 @@ def test_the_chosen_definition_really_is_the_old_one(
         for step in plan["steps"]
     ] == [
         (R2, "POST /compose/down", "v0.0.6", True),
-        (R2, "POST /compose/down", "v0.0.6", False),
         (R2, "POST /compose/up", "v0.0.4", True),
+        (R2, "POST /compose/down", "v0.0.6", False),
         (R2, "POST /compose/up", "v0.0.4", False),
     ]
 
@@ -543,12 +544,12 @@ def test_several_services_are_rolled_back_one_at_a_time_in_the_order_given(
         for step in plan["steps"]
     ] == [
         (R2, "POST /compose/down", "v0.0.2", True),
-        (R2, "POST /compose/down", "v0.0.2", False),
         (R2, "POST /compose/up", "v0.0.1", True),
+        (R2, "POST /compose/down", "v0.0.2", False),
         (R2, "POST /compose/up", "v0.0.1", False),
         (R1, "POST /compose/down", "v0.0.2", True),
-        (R1, "POST /compose/down", "v0.0.2", False),
         (R1, "POST /compose/up", "v0.0.1", True),
+        (R1, "POST /compose/down", "v0.0.2", False),
         (R1, "POST /compose/up", "v0.0.1", False),
     ]
 
@@ -564,6 +565,14 @@ def test_a_service_behind_a_compose_profile_renders_and_rolls_back(
 
     plan = json.loads(capsys.readouterr().out)
     assert (plan["deployed"]["tag"], plan["target"]["tag"]) == ("v0.0.6", "v0.0.5")
+    # Every command names the profile; the payload cannot, so each step says so (issue 11).
+    for step in plan["steps"]:
+        assert (
+            f"docker compose {'--dry-run ' if step['payload']['dry_run'] else ''}--profile w4afp8-canary -f"
+            in (step["command"])
+        )
+        assert step["profiles"] == ["w4afp8-canary"]
+        assert "profile" not in step["payload"]
 
 
 def test_a_previous_definition_younger_than_the_gate_is_refused_with_when_it_will_be_deployable(
