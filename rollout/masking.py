@@ -129,7 +129,8 @@ _HEADER = re.compile(
 # Random-looking runs. tierops.secrets.high_entropy also flags service names and config
 # variants (`model-sg-glm53-w4afp8-tp4-r1`); in a report that would hide the very
 # names an operator reads, so the boundary asks for more: mixed case and two digits.
-_RUN = re.compile(r"[A-Za-z0-9+/=_]{24,}")
+# `/` ends a run: paths (`.../W4AFP8/snapshots/<commit>`) are not tokens.
+_RUN = re.compile(r"[A-Za-z0-9+=_]{24,}")
 _HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{32,}(?![0-9A-Za-z])")
 _ENTROPY_BITS = 3.5
 
@@ -190,10 +191,11 @@ def mask_text(text: str) -> str:
 
 # --------------------------------------------------------------------------- collecting
 
-# `key: value`, `key = value`, `KEY=value`, `"key": "value"` in a line of inline text.
+# `key: value`, `key = value`, `KEY=value`, `"key": "value"` in a line of inline text;
+# never the name inside a reference (`${TOKEN:?message}` is no `TOKEN: ?message`).
 _ASSIGNMENT = re.compile(
-    r"(?P<key>[A-Za-z_$][\w.$-]*)[\"']?\s*[:=]\s*(?:(?:Bearer|Basic|Token)\s+)?"
-    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;}\]\"']+)"
+    r"(?<![\w${.-])(?P<key>[A-Za-z_$][\w.$-]*)[\"']?\s*[:=]\s*(?:(?:Bearer|Basic|Token)\s+)?"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|(?:\$\$?\{[^}\s]*\}|\$(?!\{)|[^\s,;}\]\"'$])+)"
 )
 
 
