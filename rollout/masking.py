@@ -41,6 +41,7 @@ plan steps of one CI job) fingerprint a value differently.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import html
@@ -50,6 +51,7 @@ import re
 import secrets as _random_source
 import shlex
 import sys
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
@@ -58,7 +60,8 @@ from typing import Any, TextIO
 import yaml
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
-from tierops.secrets import TOKEN_SHAPES, entropy, only_references, secret_key
+from tierops.secrets import TOKEN_SHAPES, entropy, only_references
+from tierops.secrets import secret_key as shared_secret_key
 
 __all__ = [
     "Masker",
@@ -77,6 +80,23 @@ FINGERPRINT = re.compile(r"<secret sha256:[0-9a-f]{8}>")
 _WHOLE_WORD_BELOW = 8
 # Inline text longer than this is scanned line by line but not parsed as YAML.
 _MAX_PARSE = 2 * 1024 * 1024
+
+
+# Two narrowings of the shared definition, for values only (tierops.secrets owns the
+# definition; these live here because they are about what a report may show):
+# a key that is just `key` names a field (`- key: host.name` in the collector's
+# attributes processor), and a location is not a credential (`ssl_certificate_key
+# /etc/nginx/tls/privkey.pem`, `proxy_pass http://glm53_proxy` with its word `pass`).
+_BARE_KEY_WORDS = frozenset({"key"})
+_LOCATION = re.compile(r"^(?:\.{0,2}(?:/[A-Za-z0-9._-]+)+/?|[a-z][a-z0-9+.-]*://[^\s/@:]+(?::\d+)?(?:[/?#][^\s@]*)?)$")
+
+
+@functools.lru_cache(maxsize=8192)
+def secret_key(key: object) -> bool:
+    """The shared definition (tierops.secrets.secret_key), minus a bare `key`."""
+    if isinstance(key, str) and key.strip("-_ ").lower() in _BARE_KEY_WORDS:
+        return False
+    return shared_secret_key(key)
 
 
 def fingerprint(value: str) -> str:
@@ -109,6 +129,8 @@ def secret_fragments(value: str) -> list[str]:
     if not text or only_references(text):
         return []
     text = _SCHEME.sub("", text)
+    if _LOCATION.match(text):
+        return []
     if not _REFERENCE.search(text):
         return [text] if _meaningful(text) else []
     found = [match.group("default") for match in _DEFAULTED.finditer(text)]
@@ -212,6 +234,8 @@ class Masker:
     def __init__(self) -> None:
         self._shown: dict[str, str] = {}  # a spelling in the output -> the fingerprint shown
         self._pattern: re.Pattern[str] | None = None
+        # Base and head share most of their text: each text and line is read once.
+        self._seen: set[str] = set()
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -269,10 +293,15 @@ class Masker:
 
     def add_text(self, text: str) -> None:
         """Inline text (a config, a script, a shell command, one argv word)."""
+        if text in self._seen:
+            return
+        self._seen.add(text)
         if "\n" in text or text.lstrip().startswith(("{", "[")):
             self._add_yaml(text)
         for line in text.splitlines():
-            self._add_line(line)
+            if line not in self._seen:
+                self._seen.add(line)
+                self._add_line(line)
 
     def _add_yaml(self, text: str) -> None:
         if len(text) > _MAX_PARSE:
@@ -280,7 +309,7 @@ class Masker:
         try:
             documents = list(yaml.load_all(text, Loader=_Loader))
         except (yaml.YAMLError, ValueError, RecursionError):
-            return
+            documents = _yaml_12(text)  # what libyaml's YAML 1.1 refuses, Compose may accept
         for document in documents:
             if isinstance(document, (Mapping, list)):
                 self.add_document(document)
@@ -289,11 +318,12 @@ class Masker:
         for match in _ASSIGNMENT.finditer(line):
             if secret_key(match.group("key").lstrip("$")):
                 self.add_value(_unquote(match.group("value")))
-        try:
-            words = shlex.split(line, comments=False)
-        except ValueError:
-            words = line.split()
-        self._add_argv(words)
+        if "-" in line or "=" in line:
+            try:
+                words = shlex.split(line) if "'" in line or '"' in line else line.split()
+            except ValueError:
+                words = line.split()
+            self._add_argv(words)
         stripped = line.strip()
         if stripped.endswith(";"):  # an nginx directive: `proxy_set_header X-Api-Key value;`
             self._add_directive(stripped.rstrip(";").split())
@@ -340,8 +370,25 @@ class Masker:
         return self._pattern
 
 
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader; a separate class so nothing global is changed."""
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """PyYAML's safe loader (libyaml when present); a class of its own, so nothing
+    global is changed."""
+
+
+def _yaml_12(text: str) -> list[Any]:
+    """The documents as the diff's own YAML 1.2 loader reads them; none if it cannot."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError, YAMLFutureWarning
+
+    loader = YAML(typ="safe", pure=True)
+    loader.allow_duplicate_keys = True  # every value of a duplicated key is still read
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", YAMLFutureWarning)
+            warnings.simplefilter("ignore", UserWarning)
+            return list(loader.load_all(text))
+    except (YAMLError, ValueError, RecursionError):
+        return []
 
 
 def _spellings(literal: str) -> list[str]:
