@@ -84,8 +84,8 @@ _MAX_PARSE = 2 * 1024 * 1024
 
 # Two narrowings of the shared definition, for values only (tierops.secrets owns the
 # definition; these live here because they are about what a report may show):
-# a key that is just `key` names a field (`- key: host.name` in the collector's
-# attributes processor), and a location is not a credential (`ssl_certificate_key
+# a lower-case key that is just `key` names a field (`- key: host.name` in the
+# collector's attributes processor; an env `KEY` stays secret), and a location is not a credential (`ssl_certificate_key
 # /etc/nginx/tls/privkey.pem`, `proxy_pass http://glm53_proxy` with its word `pass`).
 _BARE_KEY_WORDS = frozenset({"key"})
 _LOCATION = re.compile(r"^(?:\.{0,2}(?:/[A-Za-z0-9._-]+)+/?|[a-z][a-z0-9+.-]*://[^\s/@:]+(?::\d+)?(?:[/?#][^\s@]*)?)$")
@@ -93,8 +93,8 @@ _LOCATION = re.compile(r"^(?:\.{0,2}(?:/[A-Za-z0-9._-]+)+/?|[a-z][a-z0-9+.-]*://
 
 @functools.lru_cache(maxsize=8192)
 def secret_key(key: object) -> bool:
-    """The shared definition (tierops.secrets.secret_key), minus a bare `key`."""
-    if isinstance(key, str) and key.strip("-_ ").lower() in _BARE_KEY_WORDS:
+    """The shared definition (tierops.secrets.secret_key), minus a lower-case bare `key`."""
+    if isinstance(key, str) and key.strip("-_ ") in _BARE_KEY_WORDS:
         return False
     return shared_secret_key(key)
 
