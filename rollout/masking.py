@@ -88,7 +88,9 @@ _MAX_PARSE = 2 * 1024 * 1024
 # collector's attributes processor; an env `KEY` stays secret), and a location is not a credential (`ssl_certificate_key
 # /etc/nginx/tls/privkey.pem`, `proxy_pass http://glm53_proxy` with its word `pass`).
 _BARE_KEY_WORDS = frozenset({"key"})
-_LOCATION = re.compile(r"^(?:\.{0,2}(?:/[A-Za-z0-9._-]+)+/?|[a-z][a-z0-9+.-]*://[^\s/@:]+(?::\d+)?(?:[/?#][^\s@]*)?)$")
+_LOCATION = re.compile(
+    r"^(?:\.{0,2}(?:/[A-Za-z0-9._-]+)+/?|[a-z][a-z0-9+.-]*://[^\s/@:]+(?::\d+)?(?:[/?#][^\s@]*)?)$"
+)
 
 
 @functools.lru_cache(maxsize=8192)

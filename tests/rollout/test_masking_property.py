@@ -157,7 +157,7 @@ def skeleton(flags: Sequence[tuple[str, str]], extra_services: int, variant: int
         "services": {
             "engine": {
                 "image": "lmsysorg/sglang:v0.5.16",
-                "command": command + ["--max-running-requests", str(16 + variant)],
+                "command": [*command, "--max-running-requests", str(16 + variant)],
                 "environment": {"HF_HUB_OFFLINE": "1", "HF_TOKEN": "${HF_TOKEN:-none}"},
                 "labels": {"tierops.otel.scrape": "true"},
                 "healthcheck": {"test": ["CMD", "curl", "-fsS", "http://localhost:8000/health"]},
@@ -182,7 +182,7 @@ def skeleton(flags: Sequence[tuple[str, str]], extra_services: int, variant: int
     return document
 
 
-def plant(document: dict[str, Any], item: Plant, value: str | None, index: int, side: int) -> None:  # noqa: C901, PLR0912 (one branch per place)
+def plant(document: dict[str, Any], item: Plant, value: str | None, index: int, side: int) -> None:  # noqa: PLR0912 (one branch per place)
     """Put `value` at `item.place` in `document` (nothing when the side has no value)."""
     if value is None:
         return
