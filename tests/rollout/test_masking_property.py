@@ -188,7 +188,9 @@ def plant(document: dict[str, Any], item: Plant, value: str | None, index: int, 
         return
     services = document["services"]
     engine, proxy = services["engine"], services["proxy"]
-    key, ident = item.key, _identifier(item.key)
+    # One key per plant: two plants under one key would overwrite each other.
+    key = f"{item.key}{index}"
+    ident = _identifier(key)
     place = item.place
     if place == "env-map":
         engine["environment"][key] = value
