@@ -11,7 +11,9 @@ in-process (`rollout.cli.main`) on real git repositories; the release commands r
 real annotated release tags and render with the real compose binary.
 
 The last tests show the property is not vacuous: with the output boundary switched
-off, the same check finds the planted values.
+off, the same check finds the planted values (in diff and plan; and in release history
+and rollback, which print no file values, through a stray tag whose message quotes one).
+TIEROPS_MASKING_EXAMPLES sets the diff/plan example count for a longer local run.
 """
 
 from __future__ import annotations
@@ -429,3 +431,33 @@ def test_the_property_finds_the_leaks_of_masking_in_the_model_alone(monkeypatch:
     found = leaks(diff_and_plan_output(base, head), planted(LEAKY))
     assert "Rk7-value-of-my-token" in found
     assert "copied-db-pass-2" in found
+
+
+def _stray_tag_outputs(secret: str) -> str:
+    """`release history` and `release rollback` of a file whose DB_PASSWORD is `secret`,
+    next to a stray tag whose broken record quotes that value (a hand-made message gone
+    wrong): both commands print the reason it is ignored."""
+    texts = []
+    with scratch() as tmp:
+        repo = new_repo(tmp, {FILE: build([], [], 0)[0]}, origin=False)
+        _tag(repo, "v0.0.1")
+        document = skeleton([], 0, 1)
+        document["services"]["engine"]["environment"]["DB_PASSWORD"] = secret
+        commit(repo, {FILE: yaml.safe_dump(document, sort_keys=False)}, "head")
+        _tag(repo, "v0.0.2")
+        message = repo / ".git" / "stray-message"
+        message.write_text(f"tierops-release: 1\nservice: DB_PASSWORD={secret}\n", encoding="utf-8")
+        git(repo, "tag", "-a", "v0.0.3", "-F", str(message), "HEAD")
+        for argv in (["release", "history", FILE], ["release", "rollback", FILE, "engine"]):
+            code, text = run(repo, argv)
+            assert code == 0, text
+            assert "v0.0.3 ignored: unreadable release record" in text
+            texts.append(text)
+    return "\n".join(texts)
+
+
+def test_release_history_and_rollback_output_passes_the_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "quoted-by-a-stray-tag-1"
+    assert leaks(_stray_tag_outputs(secret), {secret}) == []
+    _switch_off(monkeypatch, model_pass=False)
+    assert leaks(_stray_tag_outputs(secret), {secret}) == [secret]
