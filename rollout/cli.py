@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from rollout.commands import diff, plan, release
+from rollout.masking import boundary
 from tierops.cli import guarded, parse
 from tierops.exitcodes import epilog
 
@@ -45,4 +46,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(build_parser(), argv)
     if isinstance(args, int):
         return args
-    return guarded(lambda: int(COMMANDS[args.command].run(args)), tool="rollout")
+    # Everything the command prints, by any path, passes the masking boundary (issue 11).
+    with boundary():
+        return guarded(lambda: int(COMMANDS[args.command].run(args)), tool="rollout")

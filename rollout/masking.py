@@ -1,109 +1,469 @@
-"""Secrets never reach a report: masked in the model before any rendering.
+"""Secrets never reach a report: masked by value, at the output boundary (issue 11).
 
-Two rules, applied to every value of a ChangeSet (and to anything else printed):
+**The rule.** A value is secret when it sits under a secret-like key anywhere in the
+base or the head document (tierops.secrets.secret_key: `HF_TOKEN`, `PGPASSWORD`,
+`apiToken`, `DB_PASS`, `TOKEN2`, `--api-key`, ...; case- and separator-insensitive).
+Such a value is then masked *everywhere* it appears in the output, whatever key,
+format or place shows it: renamed to an innocent key, copied into a label, an argv word,
+an inline config, an `x-` block. Keys are looked for in every mapping of the document
+(also inside inline configs that parse as YAML), as `KEY=value` items (environment and
+label lists, shell lines, argv), as `--secret-flag value` / `--secret-flag=value` argv
+pairs, as `key: value` / `key = value` / `set $key value;` lines of inline text (nginx,
+scripts). On top of that, text is masked by shape wherever it is printed: the
+credential of an Authorization header or a Bearer/Basic scheme, known token shapes
+(tierops.secrets.TOKEN_SHAPES) and long random-looking runs (mixed case with digits, or
+32+ hex digits that are not a 40-hex commit id or a 64-hex digest).
 
-1. **Secret-looking keys** (env names, label keys, flags, YAML keys) such as `HF_TOKEN`,
-   `PROXY_API_TOKEN`, `--api-key`, `password`, `Authorization`: the value is shown only
-   when it is nothing but references (`${VAR}`, `${VAR:?message}`, `$${env:VAR}`,
-   optionally after `Bearer`/`Basic`), because a reference names where the secret comes
-   from and is not the secret. A default (`${VAR:-x}`) is literal text, so it is masked.
-2. **Token-shaped text** anywhere (any key, argv values, config text): known token
-   prefixes (`hf_`, `sk-`, `ghp_`, `github_pat_`, `xox?-`, `AKIA`), JWTs, PEM private
-   key blocks, and long mixed-case alphanumeric runs with digits and high entropy.
+Not secrets, and shown: references (`${VAR}`, `${VAR:?message}`, `$${env:VAR}`, after an
+optional `Bearer `), because they name where the secret comes from; numbers and the
+YAML switch words (`--max-prefill-tokens 32768` has a secret-like key by the shared
+definition, but a count is not a credential). A soft default (`${VAR:-changeme}`) is
+literal text: the default is masked, the reference around it is shown.
 
-A masked value reads `<secret sha256:1a2b3c4d>`: the first 8 hex digits of its SHA-256,
-so two reports can say whether a secret changed without showing it (a short hash of a
-guessable value can be brute-forced; real tokens are not guessable).
+**Where.** `boundary()` wraps stdout and stderr for the whole run of a `python -m
+rollout` command (rollout/cli.py); the commands hand it the bytes of every document
+they read (`protect_source`), before printing anything. Every line written, by any
+code path (reports, compose-manager payloads, commands, error lines), passes through
+`Masker.mask`. The model-level `mask_changeset` is only a first pass that keeps the
+JSON model's `masked` flag and shows a masked value bare in the diff lines; the
+boundary is the guarantee.
+
+**The fingerprint.** `<secret sha256:1a2b3c4d>`: the first 8 hex digits of an
+HMAC-SHA256 of the value with a salt drawn at random once per run (per process). Equal
+values show equal fingerprints within one run, so "changed" and "unchanged" stay
+visible; a short hash of a guessable password cannot be brute-forced from a published
+CI summary, because the salt is never printed or stored. A per-repository salt would
+have to live in the repository (public) or in CI secrets (which CI here has none of),
+so a per-run salt is the only one that protects. The price: two runs (the diff and the
+plan steps of one CI job) fingerprint a value differently.
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import functools
 import hashlib
-import math
+import hmac
+import html
+import io
+import json
 import re
-from collections import Counter
-from collections.abc import Mapping
+import secrets as _random_source
+import shlex
+import sys
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any
+from typing import Any, TextIO
+
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
+from tierops.secrets import TOKEN_SHAPES, entropy, only_references
+from tierops.secrets import secret_key as shared_secret_key
+from tierops.yamlload import LoadError, load_bytes
 
-_SECRET_WORDS = frozenset(
-    {
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "passphrase",
-        "pwd",
-        "apikey",
-        "credential",
-        "credentials",
-        "authorization",
-        "auth",
-        "bearer",
-        "cookie",
-        "pat",
-    }
-)
-_SECRET_PAIRS = ("api_key", "private_key", "access_key", "secret_key", "client_secret", "signing_key")
-# A key ending in one of these names where the secret is, not the secret.
-_NOT_SECRET_LAST = frozenset(
-    {"path", "file", "dir", "url", "uri", "name", "id", "type", "header", "env", "var"}
-)
-_SPLIT = re.compile(r"[^a-z0-9]+")
-_REFERENCE = re.compile(r"\$\$?\{(?:env:)?[A-Za-z_][A-Za-z0-9_]*(?::?\?[^}]*)?\}|\$\$?[A-Za-z_][A-Za-z0-9_]*")
-_SCHEMES = re.compile(r"\b(?:Bearer|Basic|Token)\b", re.IGNORECASE)
-_TOKENS = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
-    r"|\b(?:hf|sk|pk|rk)[-_][A-Za-z0-9_-]{16,}"
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
-    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    re.DOTALL,
-)
-_RUN = re.compile(r"[A-Za-z0-9+=_]{24,}")
+__all__ = [
+    "Masker",
+    "boundary",
+    "fingerprint",
+    "mask_changeset",
+    "mask_text",
+    "protect_source",
+    "secret_key",
+]
+
+# Drawn once per run: see the module docstring for why not per repository.
+SALT = _random_source.token_bytes(16)
+# Values shorter than this are masked only as whole words (`abc` not inside `abcdef`).
+_WHOLE_WORD_BELOW = 8
+# Inline text longer than this is scanned line by line but not parsed as YAML.
+_MAX_PARSE = 2 * 1024 * 1024
 
 
-def secret_key(key: Any) -> bool:
-    """Whether a key, env name or flag names a secret (`HF_TOKEN`, `--api-key`)."""
-    if not isinstance(key, str):
+# Two narrowings of the shared definition, for values only (tierops.secrets owns the
+# definition; these live here because they are about what a report may show):
+# a lower-case key that is just `key` names a field (`- key: host.name` in the
+# collector's attributes processor; an env `KEY` stays secret), and a location is not
+# a credential (`ssl_certificate_key /etc/nginx/tls/privkey.pem`, `proxy_pass
+# http://glm53_proxy` with its word `pass`).
+_BARE_KEY_WORDS = frozenset({"key"})
+_LOCATION = re.compile(
+    r"^(?:\.{0,2}(?:/[A-Za-z0-9._-]+)+/?|[a-z][a-z0-9+.-]*://[^\s/@:]+(?::\d+)?(?:[/?#][^\s@]*)?)$"
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def secret_key(key: object) -> bool:
+    """The shared definition (tierops.secrets.secret_key), minus a lower-case bare `key`."""
+    if isinstance(key, str) and key.strip("-_ ") in _BARE_KEY_WORDS:
         return False
-    lowered = key.lower().lstrip("-")
-    parts = [part for part in _SPLIT.split(lowered) if part]
-    if not parts or parts[-1] in _NOT_SECRET_LAST:
-        return False
-    joined = "_".join(parts)
-    return any(part in _SECRET_WORDS for part in parts) or any(pair in joined for pair in _SECRET_PAIRS)
+    return shared_secret_key(key)
 
 
 def fingerprint(value: str) -> str:
-    return f"<secret sha256:{hashlib.sha256(value.encode('utf-8')).hexdigest()[:8]}>"
+    digest = hmac.new(SALT, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return f"<secret sha256:{digest[:8]}>"
+
+
+# --------------------------------------------------------------------------- values
+
+_SCHEME = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+", re.IGNORECASE)
+# Any reference; `${VAR:-default}` and friends are cut into the reference and its default.
+_REFERENCE = re.compile(r"\$\$?\{[^}]*\}|\$\$?[A-Za-z_][A-Za-z0-9_]*")
+_DEFAULTED = re.compile(r"\$\$?\{(?:env:)?[A-Za-z_][A-Za-z0-9_]*:?[-+=](?P<default>[^}]*)\}")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_SWITCHES = frozenset({"true", "false", "yes", "no", "on", "off", "null", "none", "~"})
+
+
+def _meaningful(fragment: str) -> bool:
+    """A literal worth masking: has a letter or digit, and is not a count or a switch."""
+    text = fragment.strip()
+    if not re.search(r"[A-Za-z0-9]", text):
+        return False
+    return not (_NUMBER.fullmatch(text) or text.lower() in _SWITCHES)
+
+
+def secret_fragments(value: str) -> list[str]:
+    """The literal parts of a value found under a secret-like key: the whole value, or,
+    around references, the literal text and soft defaults (never the references)."""
+    text = value.strip()
+    if not text or only_references(text):
+        return []
+    text = _SCHEME.sub("", text)
+    if _LOCATION.match(text):
+        return []
+    if not _REFERENCE.search(text):
+        return [text] if _meaningful(text) else []
+    found = [match.group("default") for match in _DEFAULTED.finditer(text)]
+    found += _REFERENCE.split(text)
+    return [part.strip() for part in found if _meaningful(part) and not only_references(part.strip())]
+
+
+# --------------------------------------------------------------------------- shapes
+
+_SHAPES = re.compile("|".join(f"(?:{pattern})" for pattern in TOKEN_SHAPES.values()))
+# The credential of a header or an auth scheme (tierops.secrets has the same idea for
+# findings; the boundary needs the credential's exact span, so it keeps its own).
+_HEADER = re.compile(
+    r"(?i)\b(?:authorization|proxy-authorization|x-api-key|api-key|x-auth-token|private-token)"
+    r"[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?(?P<a>[^\s\"',;}\]\\]+)"
+    r"|\b(?:bearer|basic)\s+(?P<b>[A-Za-z0-9._~+/=-]{8,})"
+)
+# Random-looking runs. tierops.secrets.high_entropy also flags service names and config
+# variants (`model-sg-glm53-w4afp8-tp4-r1`); in a report that would hide the very
+# names an operator reads, so the boundary asks for more: mixed case and two digits.
+# `/` ends a run: paths (`.../W4AFP8/snapshots/<commit>`) are not tokens.
+_RUN = re.compile(r"[A-Za-z0-9+=_]{24,}")
+_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{32,}(?![0-9A-Za-z])")
+_ENTROPY_BITS = 3.5
+
+
+def _random_run(run: str) -> bool:
+    if not (re.search(r"[A-Z]", run) and re.search(r"[a-z]", run) and len(re.findall(r"[0-9]", run)) >= 2):
+        return False
+    return entropy(run) >= _ENTROPY_BITS
+
+
+def _hex_token(run: str) -> bool:
+    # 40 hex: a commit id; 64: a sha256 digest (image pins, snapshot paths). Not secrets.
+    return len(run) not in (40, 64) and bool(re.search(r"[0-9]", run)) and bool(re.search(r"[a-fA-F]", run))
+
+
+def shape_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Where credentials sit in free text by their look alone."""
+    for match in _SHAPES.finditer(text):
+        yield match.span()
+    for match in _HEADER.finditer(text):
+        group = "a" if match.group("a") else "b"
+        value = match.group(group)
+        if value and not value.startswith(("$", "<secret")) and _meaningful(value):
+            yield match.span(group)
+    for match in _RUN.finditer(text):
+        if _random_run(match.group()):
+            yield match.span()
+    for match in _HEX.finditer(text):
+        if _hex_token(match.group()):
+            yield match.span()
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    result: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if result and start <= result[-1][1]:
+            result[-1] = (result[-1][0], max(end, result[-1][1]))
+        else:
+            result.append((start, end))
+    return result
 
 
 def mask_text(text: str) -> str:
-    """`text` with every token-shaped part replaced by its fingerprint."""
+    """`text` with every credential-shaped part replaced by its fingerprint."""
     if not text:
         return text
-    text = _TOKENS.sub(lambda match: fingerprint(match.group(0)), text)
-    return _RUN.sub(
-        lambda match: fingerprint(match.group(0)) if _random(match.group(0)) else match.group(0), text
-    )
+    spans = _merged(shape_spans(text))
+    if not spans:
+        return text
+    out: list[str] = []
+    last = 0
+    for start, end in spans:
+        out += [text[last:start], fingerprint(text[start:end])]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
-def _random(run: str) -> bool:
-    if not (re.search(r"[A-Z]", run) and re.search(r"[a-z]", run) and len(re.findall(r"[0-9]", run)) >= 2):
-        return False
-    counts = Counter(run)
-    entropy = -sum(count / len(run) * math.log2(count / len(run)) for count in counts.values())
-    return entropy >= 3.5
+# --------------------------------------------------------------------------- collecting
+
+# `key: value`, `key = value`, `KEY=value`, `"key": "value"` in a line of inline text;
+# never the name inside a reference (`${TOKEN:?message}` is no `TOKEN: ?message`).
+_ASSIGNMENT = re.compile(
+    r"(?<![\w${.-])(?P<key>[A-Za-z_$][\w.$-]*)[\"']?\s*[:=]\s*(?:(?:Bearer|Basic|Token)\s+)?"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|(?:\$\$?\{[^}\s]*\}|\$(?!\{)|[^\s,;}\]\"'$])+)"
+)
 
 
-def _only_references(text: str) -> bool:
-    rest = _SCHEMES.sub("", _REFERENCE.sub("", text))
-    return bool(_REFERENCE.search(text)) and not rest.strip(" \t\"'")
+def _unquote(text: str) -> str:
+    text = text.strip().rstrip(";,")
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+class Masker:
+    """The secret values of one run, and the one function that masks printed text."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, str] = {}  # a spelling in the output -> the fingerprint shown
+        self._pattern: re.Pattern[str] | None = None
+        # Base and head share most of their text: each text and line is read once.
+        self._seen: set[str] = set()
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return tuple(self._shown)
+
+    # -- adding
+
+    def add_value(self, value: str) -> None:
+        """A value found under a secret-like key: mask its literal parts everywhere."""
+        for fragment in secret_fragments(value):
+            self._add_literal(fragment)
+
+    def _add_literal(self, literal: str) -> None:
+        shown = fingerprint(literal)
+        for spelling in _spellings(literal):
+            if spelling not in self._shown:
+                self._shown[spelling] = shown
+                self._pattern = None
+        lines = [line.strip() for line in literal.splitlines()]
+        if len(lines) > 1:  # a PEM block or a multi-line password: each line on its own too
+            for line in lines:
+                if _meaningful(line):
+                    self._add_literal(line)
+
+    def add_source(self, data: bytes | str) -> None:
+        """Every secret of a file's text: parsed as YAML where it parses, and line by line
+        (which also sees duplicate keys and files that do not parse)."""
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        self.add_text(text)
+
+    def add_document(self, node: Any, secret: bool = False) -> None:
+        """Walk parsed YAML: values under secret-like keys, argv pairs, inline text."""
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                name = str(key)
+                if name == "secrets" and isinstance(value, (Mapping, list)):
+                    # Compose's `secrets:` names files and variables, not secrets; only an
+                    # inline `content` is one.
+                    entries = value.values() if isinstance(value, Mapping) else value
+                    for entry in entries:
+                        if isinstance(entry, Mapping) and isinstance(entry.get("content"), str):
+                            self.add_value(entry["content"])
+                        self.add_document(entry, secret)
+                    continue
+                self.add_document(value, secret or secret_key(name))
+        elif isinstance(node, list):
+            words = [item for item in node if isinstance(item, str)]
+            self._add_argv(words)
+            for item in node:
+                self.add_document(item, secret)
+        elif isinstance(node, str):
+            if secret:
+                self.add_value(node)
+            self.add_text(node)
+
+    def add_text(self, text: str) -> None:
+        """Inline text (a config, a script, a shell command, one argv word)."""
+        if text in self._seen:
+            return
+        self._seen.add(text)
+        if "\n" in text or text.lstrip().startswith(("{", "[")):
+            self._add_yaml(text)
+        for line in text.splitlines():
+            if line not in self._seen:
+                self._seen.add(line)
+                self._add_line(line)
+
+    def _add_yaml(self, text: str) -> None:
+        """Parsed by the one loader (tierops/yamlload.py), within its depth, size and alias
+        budgets: hostile text is left to the line-by-line reading, never a hang or a crash."""
+        if len(text) > _MAX_PARSE:
+            return
+        try:
+            documents = load_bytes(text.encode("utf-8", "surrogatepass"), "<inline>").documents
+        except (LoadError, UnicodeError, RecursionError):
+            return
+        for document in documents:
+            if isinstance(document, (Mapping, list)):
+                self.add_document(document)
+
+    def _add_line(self, line: str) -> None:
+        for match in _ASSIGNMENT.finditer(line):
+            if secret_key(match.group("key").lstrip("$")):
+                self.add_value(_unquote(match.group("value")))
+        if "-" in line or "=" in line:
+            try:
+                words = shlex.split(line) if "'" in line or '"' in line else line.split()
+            except ValueError:
+                words = line.split()
+            self._add_argv(words)
+        stripped = line.strip()
+        if stripped.endswith(";"):  # an nginx directive: `proxy_set_header X-Api-Key value;`
+            self._add_directive(stripped.rstrip(";").split())
+        for start, end in shape_spans(line):
+            self._add_literal(line[start:end])
+
+    def _add_directive(self, words: list[str]) -> None:
+        for index, word in enumerate(words[:-1]):
+            if secret_key(word.lstrip("$")):
+                self.add_value(_unquote(words[index + 1]))
+
+    def _add_argv(self, words: list[str]) -> None:
+        for index, word in enumerate(words):
+            if word.startswith("-"):
+                flag, eq, value = word.partition("=")
+                # the bare-`key` exemption is for mapping keys (`- key: host.name`); a
+                # `--key` flag carries a key
+                if not shared_secret_key(flag.lstrip("-")):
+                    continue
+                if eq:
+                    self.add_value(value)
+                elif index + 1 < len(words) and not words[index + 1].startswith("--"):
+                    self.add_value(words[index + 1])
+            elif "=" in word:
+                key, _, value = word.partition("=")
+                if re.fullmatch(r"[A-Za-z_][\w.-]*", key) and secret_key(key):
+                    self.add_value(value)
+
+    # -- masking
+
+    def mask(self, text: str) -> str:
+        """`text` with every known secret value, then every credential shape, masked."""
+        if self._shown:
+            text = self._compiled().sub(lambda match: self._shown[match.group(0)], text)
+        return mask_text(text)
+
+    def _compiled(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            parts = []
+            for spelling in sorted(self._shown, key=len, reverse=True):
+                escaped = re.escape(spelling)
+                if len(spelling) < _WHOLE_WORD_BELOW:
+                    escaped = f"(?<![A-Za-z0-9]){escaped}(?![A-Za-z0-9])"
+                parts.append(escaped)
+            self._pattern = re.compile("|".join(parts))
+        return self._pattern
+
+
+def _spellings(literal: str) -> list[str]:
+    """How a value can look once a format has escaped it: raw, in JSON (with and
+    without ensure_ascii), in a Python repr, in Markdown text and code cells, in HTML."""
+    markdown = literal
+    for char in "\\|<>*_[]`":
+        markdown = markdown.replace(char, f"\\{char}")
+    forms = [
+        literal,
+        json.dumps(literal, ensure_ascii=False)[1:-1],
+        json.dumps(literal)[1:-1],
+        repr(literal)[1:-1],
+        markdown,
+        literal.replace("|", "\\|"),
+        html.escape(literal),
+        html.escape(literal, quote=False),
+        literal.replace("'", "''"),  # YAML single-quoted
+    ]
+    return [form for form in dict.fromkeys(forms) if form]
+
+
+# --------------------------------------------------------------------------- boundary
+
+_ACTIVE: ContextVar[Masker | None] = ContextVar("rollout_masker", default=None)
+
+
+def protect_source(data: bytes | str | None) -> None:
+    """Hand the boundary of this run a document's bytes, before anything is printed."""
+    masker = _ACTIVE.get()
+    if masker is not None and data is not None:
+        masker.add_source(data)
+
+
+class MaskingStream(io.TextIOBase):
+    """A text stream that masks each complete line before it reaches `target`.
+
+    Whole lines, because `print(x)` is two writes and a secret must not escape by being
+    cut in two; the rest is written when the boundary closes."""
+
+    def __init__(self, masker: Masker, target: TextIO) -> None:
+        super().__init__()
+        self._masker = masker
+        self._target = target
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        cut = self._pending.rfind("\n")
+        if cut >= 0:
+            complete, self._pending = self._pending[: cut + 1], self._pending[cut + 1 :]
+            self._target.write(self._masker.mask(complete))
+        return len(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def close_boundary(self) -> None:
+        if self._pending:
+            self._target.write(self._masker.mask(self._pending))
+            self._pending = ""
+        self._target.flush()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._target, "encoding", "utf-8") or "utf-8"
+
+
+@contextlib.contextmanager
+def boundary() -> Iterator[Masker]:
+    """Mask everything this run prints to stdout and stderr."""
+    masker = Masker()
+    token = _ACTIVE.set(masker)
+    out, err = sys.stdout, sys.stderr
+    streams = (MaskingStream(masker, out), MaskingStream(masker, err))
+    sys.stdout, sys.stderr = streams
+    try:
+        yield masker
+    finally:
+        sys.stdout, sys.stderr = out, err
+        for stream in streams:
+            stream.close_boundary()
+        _ACTIVE.reset(token)
+
+
+# --------------------------------------------------------------------------- model pass
 
 
 def mask_value(value: Any, key: Key | None = None) -> Any:  # noqa: PLR0911 (one return per kind of value)
@@ -116,13 +476,15 @@ def mask_value(value: Any, key: Key | None = None) -> Any:  # noqa: PLR0911 (one
         return [mask_value(item, key) for item in value]
     if value is None or isinstance(value, (bool, int, float)):
         return value  # YAML numbers and booleans: counts and switches, not secrets
-    if secret_key(key):
-        text = str(value)
-        if isinstance(value, str) and _only_references(text):
-            return mask_text(text)
-        return fingerprint(text)
-    if isinstance(value, str):
-        return mask_text(value)
+    if isinstance(value, str) and secret_key(key):
+        fragments = secret_fragments(value)
+        if fragments == [value]:
+            return fingerprint(value)
+        for fragment in sorted(fragments, key=len, reverse=True):
+            value = value.replace(fragment, fingerprint(fragment))
+        return value
+    # Shapes are the boundary's: it masks known values first, so a secret that
+    # contains a token shape is never cut in two (and half of it shown) here.
     return value
 
 
@@ -137,10 +499,12 @@ def mask_change(change: Change) -> Change:
     key = _key_of(change.path)
     old = change.old if change.old is ABSENT else mask_value(change.old, key)
     new = change.new if change.new is ABSENT else mask_value(change.new, key)
-    if change.unified:
-        from rollout.diff import unified
-
-        return replace(change, old=old, new=new, unified=unified(str(old), str(new)))
+    if change.unified and (old != change.old or new != change.new):
+        # The text diff of a masked inline text, spelled like rollout.diff.unified (kept
+        # here so masking depends on no diff internals).
+        lines = difflib.unified_diff(str(old).splitlines(), str(new).splitlines(), lineterm="", n=3)
+        hunks = tuple(line for number, line in enumerate(lines) if number >= 2)
+        return replace(change, old=old, new=new, unified=hunks)
     return replace(change, old=old, new=new)
 
 
@@ -157,7 +521,7 @@ def mask_file(file: FileChange) -> FileChange:
 
 
 def mask_changeset(changeset: ChangeSet) -> ChangeSet:
-    """The ChangeSet every format renders: no secret value anywhere."""
+    """A first pass in the model (keys in place); the boundary masks the rest by value."""
     if changeset.masked:
         return changeset
     return replace(changeset, files=tuple(mask_file(file) for file in changeset.files), masked=True)

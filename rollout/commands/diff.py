@@ -4,7 +4,7 @@ Compares every compose file under PATHS (default: prod/) between a base ref and 
 working tree (or --head), per file and per service: image, argv flags, env, labels,
 GPUs, ports, volumes, depends_on, healthcheck, every other key, and inline configs
 (the collector config as YAML, scrape jobs by name). Identical changes on several
-services are one line; secret-looking values are masked in every format.
+services are one line; secret values are masked in every format (rollout/masking.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from rollout import git
 from rollout.changes import ChangeSet
 from rollout.compare import compare
-from rollout.masking import mask_changeset
+from rollout.masking import mask_changeset, protect_source
 from rollout.report_diff import RENDERERS
 from rollout.snapshot import (
     BASE_ENV,
@@ -41,8 +41,10 @@ of HEAD and main, else HEAD. (nox passes its positional arguments to every sessi
 a chain, so `nox -s diff` reads the base from ${BASE_ENV}, never from posargs.)
 
 Formats: text (terminal), markdown (GitHub step summary, <= 1 MiB), json (the change
-model: applying it to the base yields the head). Secret-looking values are masked in
-every format as <secret sha256:XXXXXXXX>.
+model: applying it to the base yields the head). A value under a secret-like key on
+either side (and any token-shaped or Authorization/Bearer credential) is masked wherever
+it appears, in every format, as <secret sha256:XXXXXXXX>: a salted hash, equal for
+equal values within one run.
 """
 EPILOG = epilog("changes found (only with --exit-code)")
 
@@ -71,6 +73,11 @@ def load_changeset(args: argparse.Namespace) -> tuple[Path, ChangeSet]:
     base = read_snapshot(repo, resolve_base(repo, args.base), paths)
     head = read_snapshot(repo, resolve_head(repo, args.head), paths)
     check_paths_exist(repo, base, head, paths)
+    # Both sides' secrets are known to the output boundary before anything is printed:
+    # a value secret on either side is masked wherever the report shows it.
+    for snapshot in (base, head):
+        for data in snapshot.files.values():
+            protect_source(data)
     return repo, mask_changeset(compare(base, head, paths))
 
 

@@ -16,11 +16,13 @@ import argparse
 import functools
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from rollout import git, release, rollback, tags
+from rollout.masking import protect_source
 from tierops.exitcodes import ExitCode, epilog
 
 NAME = "release"
@@ -249,6 +251,44 @@ def _message(name: str, *, record: release.Record) -> str:
     return release.format_message(name, record)
 
 
+# --------------------------------------------------------------------------- masking
+
+
+def protect_file_at_tags(repo: Path, file: str, found: release.TagSet) -> None:
+    """Hand the masking boundary `file` as every tag (and the working tree) has it.
+
+    history and rollback print digests, not values; but compose's error line about the
+    file at a tag, or a tag's message, may quote one, and the boundary can only mask a
+    value it knows (issue 11). One `git cat-file --batch` for all the tags."""
+    protect_source(_read(repo / file))
+    commits = [tag.commit for tag in found.releases]
+    commits += [tag.commit for tag in found.ignored if tag.commit]
+    if not commits:
+        return
+    specs = "".join(f"{commit}:{file}\n" for commit in dict.fromkeys(commits))
+    proc = subprocess.run(
+        ["git", "cat-file", "--batch"], input=specs.encode(), cwd=repo, capture_output=True, check=False
+    )
+    out, at = proc.stdout, 0
+    while at < len(out):
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[1] == b"blob" and header[2].isdigit():
+            size = int(header[2])
+            protect_source(out[at : at + size])
+            at += size + 1
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 # --------------------------------------------------------------------------- history
 
 
@@ -256,7 +296,9 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
     gate = release.age_gate(args.min_tag_age_hours, os.environ)
     release.refuse_shallow(repo)
     file = release.repo_path(repo, args.file)
-    found = release.history(release.read_tags(repo), file, args.services)
+    all_tags = release.read_tags(repo)
+    protect_file_at_tags(repo, file, all_tags)
+    found = release.history(all_tags, file, args.services)
     now = release.utcnow()
     what = f"{file} {' '.join(found.services)}" if found.services else f"{file} (all services)"
     print(f"{what}: {len(found.changes)} definitions in {found.tags_read} release tags, newest first")
@@ -299,6 +341,7 @@ def _rollback(repo: Path, args: argparse.Namespace) -> int:
     release.refuse_shallow(repo)
     all_tags = release.read_tags(repo)
     all_tags.require()  # "no tags" before "no compose binary"
+    protect_file_at_tags(repo, file, all_tags)
     plan = rollback.plan_rollback(
         repo,
         all_tags,
