@@ -298,6 +298,16 @@ def _locate(compose: ComposeFile, service: Service, path: Sequence[str | int], n
     return Pos(line, offset - starts[line - 1] + 1)
 
 
+def _value_at(compose: ComposeFile, service: Service, *path: str | int) -> Pos:
+    """Where the value at `path` starts (a collection's first character), not its key."""
+    origin = service.canon.origin(*path)
+    if origin.span is not None:
+        return _locate(compose, service, path)
+    if isinstance(origin.raw, YMap | YList) and tuple(path) in service.canon.origins:
+        return origin.raw.pos
+    return origin.pos
+
+
 # -- who listens where ------------------------------------------------------------------
 
 
@@ -609,7 +619,7 @@ def _resolve(graph: Graph, ref: Ref) -> Iterator[Finding]:  # noqa: PLR0911 (one
         return  # network-mode reports a service off the project network
     if _loopback(ref.host) or ref.host == "0.0.0.0":
         own = graph.listeners.get(consumer.name)
-        if own is None:
+        if own is None or consumer.name in graph.unknown:
             return  # no listener spec: nothing to compare with
         if not any(listener.port == ref.port for listener in own):
             yield _finding(
@@ -970,7 +980,7 @@ def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
     if downloader is not None and download is not None and written is None:
         yield _finding(
             compose,
-            download.directory_at or downloader.at("volumes"),
+            download.directory_at or _first_volume(compose, downloader),
             "model-volume",
             f"{downloader.name} writes the snapshot to {download.directory}, which lies under no named volume: it is lost with the container",
             "mount the shared cache volume where the downloader writes",
@@ -1006,7 +1016,7 @@ def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
             f"mount {next(iter(sources))} at {written.target}",
         )
         return
-    for engine, flag, model_path, read in reads:
+    for engine, _flag, _path, read in reads:
         if read.source != written.source:
             yield _finding(
                 compose,
@@ -1015,23 +1025,46 @@ def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
                 f"{engine.name} reads the model from volume {read.source}; {downloader.name} writes into {written.source}",
                 f"mount {written.source} at {read.target}",
             )
-            continue
-        inside_read = posixpath.relpath(model_path, read.target)
-        inside_written = posixpath.relpath(download.directory, written.target)
-        if inside_read == inside_written:
-            continue
-        want = _SNAPSHOT.search(model_path)
-        got = _SNAPSHOT.search(download.directory)
+    inside_written = posixpath.relpath(download.directory, written.target)
+    readers = [
+        (engine, flag, path, posixpath.relpath(path, read.target))
+        for engine, flag, path, read in reads
+        if read.source == written.source
+    ]
+    wrong = [reader for reader in readers if reader[3] != inside_written]
+    if not wrong:
+        return
+    got = _SNAPSHOT.search(download.directory)
+    if len({reader[3] for reader in readers}) == 1:
+        # Every engine reads one path: the downloader is the odd one out.
+        engine, flag, path, inside_read = wrong[0]
+        want = _SNAPSHOT.search(path)
         if want and got and want.groupdict() == got.groupdict():
             yield _finding(
                 compose,
-                flag.value_pos,
+                download.directory_at or downloader.at("volumes", written.index),
                 "model-volume",
-                f"{engine.name} reads {read.source}:/{inside_read}; {downloader.name} writes the snapshot to {written.source}:/{inside_written}",
+                f"{downloader.name} writes the snapshot to {written.source}:/{inside_written}; the engines read {written.source}:/{inside_read}",
                 "mount the volume at the same path in both, and let both use one cache path",
             )
         else:
-            yield from _snapshot(compose, engine.name, flag.value_pos, model_path, downloader, download, storage)
+            yield from _snapshot(compose, engine.name, flag.value_pos, path, downloader, download, storage)
+        return
+    for engine, flag, _path, inside_read in wrong:
+        yield _finding(
+            compose,
+            flag.value_pos,
+            "model-volume",
+            f"{engine.name} reads {written.source}:/{inside_read}; {downloader.name} writes the snapshot to {written.source}:/{inside_written}",
+            "read the snapshot the downloader writes",
+        )
+
+
+def _first_volume(compose: ComposeFile, service: Service) -> Pos:
+    for index, entry in enumerate(service.get("volumes") or ()):
+        if isinstance(entry, dict) and entry.get("type") == "volume":
+            return service.at("volumes", index)
+    return _value_at(compose, service, "volumes")
 
 
 def _snapshot(
@@ -1130,14 +1163,14 @@ def _runtime(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
         if isinstance(mode, str) and mode in forbidden:
             yield _finding(
                 compose,
-                service.at("network_mode"),
+                _value_at(compose, service, "network_mode"),
                 "network-mode",
                 f"{service.name} has network_mode: {mode}"
                 + (": it binds the host's ports and leaves the project network" if mode == "host" else ": no peer can reach it"),
             )
         if service.get("privileged") is True:
             yield _finding(
-                compose, service.at("privileged"), "privileged", f"{service.name} is privileged: it sees every device of the host"
+                compose, _value_at(compose, service, "privileged"), "privileged", f"{service.name} is privileged: it sees every device of the host"
             )
         if engine:
             yield from _engine_runtime(compose, service, runtime)
@@ -1161,7 +1194,7 @@ def _engine_runtime(compose: ComposeFile, service: Service, runtime: Mapping[str
     if got != (list(want) if isinstance(want, list) else want):
         yield _finding(
             compose,
-            service.at("entrypoint"),
+            _value_at(compose, service, "entrypoint"),
             "entrypoint",
             f"{service.name} overrides the image's entrypoint with {service.canon.quote('entrypoint')}",
             None if want is None else f"set entrypoint: {want}",
@@ -1169,7 +1202,7 @@ def _engine_runtime(compose: ComposeFile, service: Service, runtime: Mapping[str
     if service.get("env_file") and not runtime.get("engine_env_file"):
         yield _finding(
             compose,
-            service.at("env_file"),
+            _value_at(compose, service, "env_file"),
             "env-file",
             f"{service.name} has env_file: it bypasses the engine env contract",
         )
@@ -1184,7 +1217,7 @@ def _engine_runtime(compose: ComposeFile, service: Service, runtime: Mapping[str
     if too_short:
         yield _finding(
             compose,
-            service.at("healthcheck", "start_period"),
+            _value_at(compose, service, "healthcheck", "start_period"),
             "start-period",
             f"{service.name} healthcheck start_period is {service.canon.quote('healthcheck', 'start_period') if period else 'unset'}; the contract says at least {minimum}",
             f"set start_period: {minimum} or more",
