@@ -534,3 +534,76 @@ def test_the_snapshot_default_path_is_the_contracts() -> None:
     storage = load_wiring().storage
     contract = load_path(ROOT / "validators" / "contracts" / "glm53.yaml").documents[0]
     assert contract["model"]["snapshot_dir"].startswith(str(storage["default_hf_home"]) + "/hub/")
+
+
+# -- replica parity (prod-config): every key but the declared per-replica deltas ------------
+
+R2_LABELS = "      tierops.otel.instance: \"2\"\n"
+R2_DEVICES = '                - "7"\n              capabilities:\n                - gpu\n'
+
+PARITY = [
+    (
+        "deploy-limit-on-one-replica",
+        BASE,
+        edit(R2_DEVICES, R2_DEVICES + "        limits:\n          memory: 900g\n"),
+        "limits:\n          memory",
+        "deploy.resources.limits",
+    ),
+    (
+        "label-on-one-replica",
+        BASE,
+        edit(R2_LABELS, R2_LABELS + "      com.example.owner: ml-serving\n"),
+        "com.example.owner",
+        "labels.com.example.owner",
+    ),
+    (
+        "shared-label-value-differs",
+        LONG,
+        edit("tierops.otel.precision: int4-weights-fp8-activations-bf16-kv", "tierops.otel.precision: fp8", 2),
+        "tierops.otel.precision: fp8",
+        "labels.tierops.otel.precision",
+    ),
+    (
+        "gpu-capabilities-differ",
+        BASE,
+        edit('                - "7"\n              capabilities:\n                - gpu\n', '                - "7"\n              capabilities:\n                - gpu\n                - utility\n'),
+        "capabilities:\n                - gpu\n                - utility",
+        "deploy.resources.reservations.devices.0.capabilities",
+    ),
+    (
+        "extra-volume-on-one-replica",
+        BASE,
+        edit("      - huggingface_cache:/root/.cache/huggingface\n", "      - huggingface_cache:/root/.cache/huggingface\n      - /dev/shm:/dev/shm\n", 3),
+        "volumes:\n      - huggingface_cache:/root/.cache/huggingface\n      - /dev/shm",
+        "volumes",
+    ),
+    (
+        "ulimit-on-one-replica",
+        BASE,
+        edit("      stack: 67108864\n", "      stack: 33554432\n", 2),
+        "stack: 33554432",
+        "ulimits.stack",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "change", "needle", "where"), PARITY, ids=[case for case, *_ in PARITY]
+)
+def test_replica_parity_covers_every_key(
+    case: str, name: str, change: tuple[str, str, int], needle: str, where: str, write_prod: Any
+) -> None:
+    text = mutate(name, (change,))
+    result = run_cli("--rule", "prod-config", "--format", "json", write_prod(name, text))
+    parity = [row for row in result.findings() if row["message"].startswith("replica parity:")]
+    assert len(parity) == 1, result.out
+    assert parity[0]["message"].startswith(f"replica parity: {R2} {where} is ")
+    line, col = pos_of(text, needle)
+    assert (parity[0]["line"], parity[0]["col"]) == (line, col)
+
+
+def test_declared_per_replica_deltas_are_not_parity_findings(write_prod: Any) -> None:
+    # The clean long-context file differs between r1 and r2 in GPU ids, rendezvous,
+    # pdi, the RAM budget env and the replica's own labels: all declared.
+    result = run_cli("--rule", "prod-config", "--format", "json", PROD / LONG)
+    assert result.code == 0 and result.findings() == []
