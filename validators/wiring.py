@@ -814,6 +814,7 @@ def _published(graph: Graph) -> Iterator[Finding]:
                 entry.pos,
                 "published-port",
                 f"{entry.service} publishes host port {entry.port}/{entry.protocol}, which {earlier.service} already publishes (line {earlier.pos.line})",
+                "publish another host port: the second container cannot bind it",
             )
         listeners = graph.listeners.get(entry.service)
         if listeners is not None and not any(listener.port == entry.target for listener in listeners):
