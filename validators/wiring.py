@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 
 from tierops import units
 from tierops.errors import InputError
-from tierops.yamlload import LoadError, YList, YMap, load_path, scalar_text
+from tierops.yamlload import LoadError, YList, YMap, load_path
 from validators.collector import collector
 from validators.context import Context
 from validators.contract import CONTRACTS
@@ -266,7 +266,9 @@ def _dns_names(service: Service) -> Iterator[str]:
             yield from (alias for alias in body.get("aliases") or () if isinstance(alias, str))
 
 
-def _finding(compose: ComposeFile, pos: Pos, check_name: str, message: str, fix: str | None = None) -> Finding:
+def _finding(
+    compose: ComposeFile, pos: Pos, check_name: str, message: str, fix: str | None = None
+) -> Finding:
     return error(compose.path, pos, ID, f"{message}; {fix or CHECKS[check_name].fix}")
 
 
@@ -406,9 +408,7 @@ def parse_nginx(text: str, outer: Any) -> list[Directive]:
         word = match.group()
         if not word.isspace() and not word.startswith("#"):
             quoted = word[:1] in "\"'" and len(word) > 1
-            tokens.append(
-                (word[1:-1] if quoted else word, outer(Pos(line, match.start() - line_start + 1)))
-            )
+            tokens.append((word[1:-1] if quoted else word, outer(Pos(line, match.start() - line_start + 1))))
         newlines = word.count("\n")
         if newlines:
             line += newlines
@@ -612,7 +612,7 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _VAR = re.compile(r"^\$\{?(?P<name>[A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _resolve(graph: Graph, ref: Ref) -> Iterator[Finding]:  # noqa: PLR0911 (one return per kind of edge)
+def _resolve(graph: Graph, ref: Ref) -> Iterator[Finding]:  # noqa: PLR0911, PLR0912 (one branch per kind of edge)
     compose = graph.compose
     consumer = compose.services[ref.consumer]
     if ref.port is None or _off_network(graph, consumer):
@@ -883,7 +883,7 @@ def _other_file_cached(path: str, _mtime: int, _size: int) -> tuple[str, list[Pu
 class Mount(NamedTuple):
     source: str
     target: str
-    index: int
+    item: int  # its index in the service's volumes
 
 
 def _volume_mount(service: Service, named: Mapping[str, Any], path: str) -> Mount | None:
@@ -1006,12 +1006,24 @@ def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
             reads.append((engine, flag, model_path, read))
     if download is None or downloader is None or written is None or not reads:
         return
+    yield from _same_snapshot(compose, storage, downloader, download, written, reads)
+
+
+def _same_snapshot(
+    compose: ComposeFile,
+    storage: Mapping[str, Any],
+    downloader: Service,
+    download: Download,
+    written: Mount,
+    reads: Sequence[tuple[Service, Flag, str, Mount]],
+) -> Iterator[Finding]:
+    """The engines read the volume and the path inside it that the downloader writes."""
     sources = {read.source for _, _, _, read in reads}
     if len(sources) == 1 and written.source not in sources:
         # Every engine agrees: the downloader is the odd one out.
         yield _finding(
             compose,
-            downloader.at("volumes", written.index),
+            downloader.at("volumes", written.item),
             "model-volume",
             f"{downloader.name} writes into volume {written.source}; the engines read the model from {next(iter(sources))}",
             f"mount {next(iter(sources))} at {written.target}",
@@ -1021,7 +1033,7 @@ def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
         if read.source != written.source:
             yield _finding(
                 compose,
-                engine.at("volumes", read.index),
+                engine.at("volumes", read.item),
                 "model-volume",
                 f"{engine.name} reads the model from volume {read.source}; {downloader.name} writes into {written.source}",
                 f"mount {written.source} at {read.target}",
@@ -1043,7 +1055,7 @@ def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
         if want and got and want.groupdict() == got.groupdict():
             yield _finding(
                 compose,
-                download.directory_at or downloader.at("volumes", written.index),
+                download.directory_at or downloader.at("volumes", written.item),
                 "model-volume",
                 f"{downloader.name} writes the snapshot to {written.source}:/{inside_written}; the engines read {written.source}:/{inside_read}",
                 "mount the volume at the same path in both, and let both use one cache path",
@@ -1141,14 +1153,18 @@ def _mount_sources(compose: ComposeFile) -> Iterator[Finding]:
                     )
         volumes = sections.get("volumes") or {}
         for index, entry in enumerate(service.get("volumes") or ()):
-            if isinstance(entry, dict) and entry.get("type") == "volume" and entry.get("source"):
-                if entry["source"] not in volumes:
-                    yield _finding(
-                        compose,
-                        service.at("volumes", index),
-                        "mount-source",
-                        f"{service.name} mounts volume {entry['source']}, which is not defined under top-level volumes: (defined: {', '.join(sorted(volumes)) or 'none'})",
-                    )
+            if (
+                isinstance(entry, dict)
+                and entry.get("type") == "volume"
+                and entry.get("source")
+                and entry["source"] not in volumes
+            ):
+                yield _finding(
+                    compose,
+                    service.at("volumes", index),
+                    "mount-source",
+                    f"{service.name} mounts volume {entry['source']}, which is not defined under top-level volumes: (defined: {', '.join(sorted(volumes)) or 'none'})",
+                )
 
 
 # -- runtime ---------------------------------------------------------------------------
@@ -1167,11 +1183,18 @@ def _runtime(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
                 _value_at(compose, service, "network_mode"),
                 "network-mode",
                 f"{service.name} has network_mode: {mode}"
-                + (": it binds the host's ports and leaves the project network" if mode == "host" else ": no peer can reach it"),
+                + (
+                    ": it binds the host's ports and leaves the project network"
+                    if mode == "host"
+                    else ": no peer can reach it"
+                ),
             )
         if service.get("privileged") is True:
             yield _finding(
-                compose, _value_at(compose, service, "privileged"), "privileged", f"{service.name} is privileged: it sees every device of the host"
+                compose,
+                _value_at(compose, service, "privileged"),
+                "privileged",
+                f"{service.name} is privileged: it sees every device of the host",
             )
         if engine:
             yield from _engine_runtime(compose, service, runtime)

@@ -130,7 +130,12 @@ FAULTS = [
         "dcgm-moved-off-9400",
         "reference",
         BASE,
-        (edit("command: [-f, /etc/dcgm-exporter/glm53-counters.csv]", 'command: [-a, ":9500", -f, /etc/dcgm-exporter/glm53-counters.csv]'),),
+        (
+            edit(
+                "command: [-f, /etc/dcgm-exporter/glm53-counters.csv]",
+                'command: [-a, ":9500", -f, /etc/dcgm-exporter/glm53-counters.csv]',
+            ),
+        ),
         (("otelcol-contrib", "dcgm-glm53:9400", 1),),
         "dcgm-glm53 listens on 9500, not 9400",
     ),
@@ -241,7 +246,13 @@ FAULTS = [
         "model-volume",
         BASE,
         (edit("- huggingface_cache:/root/.cache/huggingface", "- huggingface_cache:/models", 2),),
-        (("model-sg-glm53-w4afp8-tp4-r1", f"/root/.cache/huggingface/hub/models--graphistry--GLM-5.3-Flash-W4AFP8/snapshots/{SNAPSHOT}", 1),),
+        (
+            (
+                "model-sg-glm53-w4afp8-tp4-r1",
+                f"/root/.cache/huggingface/hub/models--graphistry--GLM-5.3-Flash-W4AFP8/snapshots/{SNAPSHOT}",
+                1,
+            ),
+        ),
         "lies under no mount of a named volume",
     ),
     Fault(
@@ -257,8 +268,13 @@ FAULTS = [
         "model-volume",
         BASE,
         (
-            edit("- huggingface_cache:/root/.cache/huggingface", "- hf_downloads:/root/.cache/huggingface", 1),
-            edit("volumes:\n  huggingface_cache: {}\n", "volumes:\n  huggingface_cache: {}\n  hf_downloads: {}\n"),
+            edit(
+                "- huggingface_cache:/root/.cache/huggingface", "- hf_downloads:/root/.cache/huggingface", 1
+            ),
+            edit(
+                "volumes:\n  huggingface_cache: {}\n",
+                "volumes:\n  huggingface_cache: {}\n  hf_downloads: {}\n",
+            ),
         ),
         (("model-downloader", "hf_downloads:/root/.cache/huggingface", 1),),
         "writes into volume hf_downloads; the engines read the model from huggingface_cache",
@@ -281,7 +297,11 @@ FAULTS = [
         "model-volume",
         BASE,
         (
-            edit("- huggingface_cache:/root/.cache/huggingface", "- huggingface_cache:/root/.cache/huggingface/hub", 1),
+            edit(
+                "- huggingface_cache:/root/.cache/huggingface",
+                "- huggingface_cache:/root/.cache/huggingface/hub",
+                1,
+            ),
         ),
         (("model-downloader", "huggingface_cache:/root/.cache/huggingface/hub", 1),),
         "writes the snapshot to huggingface_cache:/models--",
@@ -306,7 +326,11 @@ FAULTS = [
         "downloader-loses-its-token",
         "download-token",
         BASE,
-        (edit("    environment:\n      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n    volumes:", "    volumes:", 1),),
+        (
+            edit(
+                "    environment:\n      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n    volumes:", "    volumes:", 1
+            ),
+        ),
         (("model-downloader", "model-downloader:", 1),),
         "lost its token env HF_TOKEN",
     ),
@@ -401,12 +425,16 @@ SPELLINGS = [
         LONG,
         edit(
             '      - "8000:8000"\n      - "8444:443"\n      - "8001:8001"\n',
-            "      - target: 8000\n        published: \"8000\"\n"
+            '      - target: 8000\n        published: "8000"\n'
             "      - {target: 443, published: 8444, protocol: tcp}\n"
             "      - 8001:8001/tcp\n",
         ),
     ),
-    ("networks-as-mapping", BASE, edit("    networks:\n      - glm53\n", "    networks:\n      glm53: {}\n", 2)),
+    (
+        "networks-as-mapping",
+        BASE,
+        edit("    networks:\n      - glm53\n", "    networks:\n      glm53: {}\n", 2),
+    ),
     (
         "long-syntax-cache-volume",
         BASE,
@@ -429,10 +457,13 @@ SPELLINGS = [
     (
         "dcgm-command-as-a-string",
         BASE,
-        edit("command: [-f, /etc/dcgm-exporter/glm53-counters.csv]", "command: -f /etc/dcgm-exporter/glm53-counters.csv"),
+        edit(
+            "command: [-f, /etc/dcgm-exporter/glm53-counters.csv]",
+            "command: -f /etc/dcgm-exporter/glm53-counters.csv",
+        ),
     ),
     ("start-period-in-seconds", BASE, edit("start_period: 40m", "start_period: 2400s", 1)),
-    ("quoted-boolean", BASE, edit("    init: true\n", "    init: \"true\"\n", 1)),
+    ("quoted-boolean", BASE, edit("    init: true\n", '    init: "true"\n', 1)),
     (
         "engine-argv-with-equals",
         BASE,
@@ -476,7 +507,7 @@ def test_the_host_grouping_agrees_with_the_generator_targets() -> None:
     hosts = load_wiring().hosts
     assert set(hosts) == set(targets)
     base_hosts: tuple[str, ...] = ()
-    for stem, target in targets.items():
+    for target in targets.values():
         if target["tier"] == "base":
             base_hosts = tuple(target["hosts"])
     for stem, target in targets.items():
@@ -501,7 +532,10 @@ def _collector_with_health(port: int) -> str:
     return mutate(
         BASE,
         (
-            edit("      service:\n        pipelines:", EXTENSIONS.format(port=port) + "        extensions: [health_check]\n        pipelines:"),
+            edit(
+                "      service:\n        pipelines:",
+                EXTENSIONS.format(port=port) + "        extensions: [health_check]\n        pipelines:",
+            ),
             edit("    networks:\n      - glm53\nvolumes:", OTELCOL_HEALTH),
         ),
     )
@@ -538,7 +572,7 @@ def test_the_snapshot_default_path_is_the_contracts() -> None:
 
 # -- replica parity (prod-config): every key but the declared per-replica deltas ------------
 
-R2_LABELS = "      tierops.otel.instance: \"2\"\n"
+R2_LABELS = '      tierops.otel.instance: "2"\n'
 R2_DEVICES = '                - "7"\n              capabilities:\n                - gpu\n'
 
 PARITY = [
@@ -559,21 +593,30 @@ PARITY = [
     (
         "shared-label-value-differs",
         LONG,
-        edit("tierops.otel.precision: int4-weights-fp8-activations-bf16-kv", "tierops.otel.precision: fp8", 2),
+        edit(
+            "tierops.otel.precision: int4-weights-fp8-activations-bf16-kv", "tierops.otel.precision: fp8", 2
+        ),
         "tierops.otel.precision: fp8",
         "labels.tierops.otel.precision",
     ),
     (
         "gpu-capabilities-differ",
         BASE,
-        edit('                - "7"\n              capabilities:\n                - gpu\n', '                - "7"\n              capabilities:\n                - gpu\n                - utility\n'),
+        edit(
+            '                - "7"\n              capabilities:\n                - gpu\n',
+            '                - "7"\n              capabilities:\n                - gpu\n                - utility\n',
+        ),
         "capabilities:\n                - gpu\n                - utility",
         "deploy.resources.reservations.devices.0.capabilities",
     ),
     (
         "extra-volume-on-one-replica",
         BASE,
-        edit("      - huggingface_cache:/root/.cache/huggingface\n", "      - huggingface_cache:/root/.cache/huggingface\n      - /dev/shm:/dev/shm\n", 3),
+        edit(
+            "      - huggingface_cache:/root/.cache/huggingface\n",
+            "      - huggingface_cache:/root/.cache/huggingface\n      - /dev/shm:/dev/shm\n",
+            3,
+        ),
         "volumes:\n      - huggingface_cache:/root/.cache/huggingface\n      - /dev/shm",
         "volumes",
     ),
