@@ -278,8 +278,7 @@ def _finding(
 def _line_starts(compose: ComposeFile) -> list[int]:
     starts: list[int] | None = compose.cache.get("wiring:lines")
     if starts is None:
-        text = compose.doc.text
-        starts = [0, *(index + 1 for index, char in enumerate(text) if char == "\n")]
+        starts = [0, *(match.end() for match in re.finditer("\n", compose.doc.text))]
         compose.cache["wiring:lines"] = starts
     return starts
 
@@ -400,15 +399,15 @@ class Directive:
 _NGINX_TOKEN = re.compile(r"""\s+|#[^\n]*|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[{};]|[^\s{};"'#]+""")
 
 
-def parse_nginx(text: str, outer: Any) -> list[Directive]:
-    """nginx directives as a tree, each word positioned by `outer(Pos in text)`."""
+def parse_nginx(text: str) -> list[Directive]:
+    """nginx directives as a tree, each word with its 1-based position in `text`."""
     tokens: list[tuple[str, Pos]] = []
     line, line_start = 1, 0
     for match in _NGINX_TOKEN.finditer(text):
         word = match.group()
         if not word.isspace() and not word.startswith("#"):
             quoted = word[:1] in "\"'" and len(word) > 1
-            tokens.append((word[1:-1] if quoted else word, outer(Pos(line, match.start() - line_start + 1))))
+            tokens.append((word[1:-1] if quoted else word, Pos(line, match.start() - line_start + 1)))
         newlines = word.count("\n")
         if newlines:
             line += newlines
@@ -450,7 +449,7 @@ def _nginx(graph: Graph, name: str) -> tuple[Embedded, list[Directive]] | None:
         cached = graph.compose.cache[key]
         return cached
     config = embedded(graph.compose, name)
-    cached = (config, parse_nginx(config.text, config.outer)) if config is not None else None
+    cached = (config, parse_nginx(config.text)) if config is not None else None
     graph.compose.cache[key] = cached
     return cached
 
@@ -459,13 +458,14 @@ def _nginx_listeners(graph: Graph, service: Service, config_name: str) -> list[L
     parsed = _nginx(graph, config_name)
     if parsed is None:
         return []
+    config, tree = parsed
     found: list[Listener] = []
-    for directive in _walk(parsed[1]):
+    for directive in _walk(tree):
         if directive.name != "server" or directive.block is None:
             continue
         listens = [d for d in directive.block if d.name == "listen" and d.args]
         if not listens:
-            found.append(Listener("0.0.0.0", 80, directive.pos, tls=False))  # nginx's default listen
+            found.append(Listener("0.0.0.0", 80, config.outer(directive.pos), tls=False))  # nginx's default listen
         for listen in listens:
             address, pos = listen.args[0]
             if address.startswith("unix:"):
@@ -477,16 +477,22 @@ def _nginx_listeners(graph: Graph, service: Service, config_name: str) -> list[L
             )
             if parsed_address is not None:
                 tls = any(arg == "ssl" for arg, _ in listen.args[1:])
-                found.append(Listener(parsed_address[0], parsed_address[1], pos, tls))
+                found.append(Listener(parsed_address[0], parsed_address[1], config.outer(pos), tls))
     return found
+
+
+def _holder(compose: ComposeFile, config: str) -> str | None:
+    """The service that mounts a top-level config (the consumer of what it says)."""
+    for service in compose:
+        for entry in service.get("configs") or ():
+            if isinstance(entry, dict) and entry.get("source") == config:
+                return service.name
+    return None
 
 
 def _nginx_refs(graph: Graph) -> Iterator[Ref]:
     name = graph.wiring.nginx_config
-    holder = next(
-        (s.name for s in graph.compose for c in s.get("configs") or () if c.get("source") == name),
-        None,
-    )
+    holder = _holder(graph.compose, name)
     parsed = _nginx(graph, name) if holder is not None else None
     if parsed is None or holder is None:
         return
@@ -503,7 +509,7 @@ def _nginx_refs(graph: Graph) -> Iterator[Ref]:
                         None,
                         parsed_address[0],
                         parsed_address[1],
-                        pos,
+                        parsed[0].outer(pos),
                     )
     for directive in _walk(parsed[1]):
         if directive.name not in ("proxy_pass", "grpc_pass") or not directive.args:
@@ -515,7 +521,7 @@ def _nginx_refs(graph: Graph) -> Iterator[Ref]:
         host = match.group("host")
         if host in upstreams and match.group("port") is None:
             continue  # the upstream's servers are the references
-        yield _url_ref(holder, f"{directive.name} {url}", match, pos)
+        yield _url_ref(holder, f"{directive.name} {url}", match, parsed[0].outer(pos))
 
 
 # -- the collector ---------------------------------------------------------------------
@@ -549,15 +555,7 @@ def _endpoints(node: Any) -> Iterator[tuple[str, Pos]]:
 def _collector_refs(graph: Graph) -> Iterator[Ref]:
     wiring = graph.wiring
     parsed = collector(graph.compose, wiring.collector_config, wiring.collector_receiver)
-    holder = next(
-        (
-            s.name
-            for s in graph.compose
-            for c in s.get("configs") or ()
-            if c.get("source") == wiring.collector_config
-        ),
-        None,
-    )
+    holder = _holder(graph.compose, wiring.collector_config)
     if parsed is None or holder is None:
         return
     for job in parsed.jobs:

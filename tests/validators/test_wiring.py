@@ -554,7 +554,7 @@ def test_a_collector_health_probe_off_its_extension_endpoint_is_a_reference_faul
 
 def test_nginx_reader_positions_words_and_nests_blocks() -> None:
     text = "upstream u {\n    server a:1; # comment\n}\nserver { listen 443 ssl; location / { proxy_pass 'http://u'; } }\n"
-    tree = parse_nginx(text, lambda pos: pos)
+    tree = parse_nginx(text)
     upstream, server = tree
     assert (upstream.name, upstream.args[0][0]) == ("upstream", "u")
     assert upstream.block is not None and upstream.block[0].args[0] == ("a:1", (2, 12))
