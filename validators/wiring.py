@@ -220,6 +220,7 @@ class Graph:
     compose: ComposeFile
     wiring: Wiring
     engines: list[str]
+    label_prefix: str
     names: dict[str, str] = field(default_factory=dict)  # DNS name -> service
     listeners: dict[str, list[Listener]] = field(default_factory=dict)  # only services with a spec
     unknown: set[str] = field(default_factory=set)  # a spec, but no readable listener (reported once)
@@ -239,7 +240,7 @@ class Graph:
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     wiring = load_wiring()
     engines = [r.service for r in ctx.contract.replicas.values() if r.service in compose.services]
-    graph = Graph(compose, wiring, engines)
+    graph = Graph(compose, wiring, engines, str(ctx.contract.telemetry["label_prefix"]))
     for service in compose:
         graph.names[service.name] = service.name
         for alias in _dns_names(service):
@@ -321,18 +322,35 @@ def _listeners(graph: Graph) -> None:
             if service is None:
                 continue
             kind = spec.get("from")
+            found: list[Listener] | None
             if kind == "argv":
-                found = _argv_listener(compose, service, spec)
+                found = _argv_listener(graph, service, spec)
             elif kind == "env":
                 found = _env_listener(graph, service, str(spec["key"]))
             elif kind == "nginx":
                 found = _nginx_listeners(graph, service, str(spec["config"]))
             else:
                 found = _collector_listeners(graph, str(spec["config"]))
-            graph.listeners[name] = found
+            if found is None:
+                graph.unknown.add(name)  # unreadable (reported) or a variable: not followed
+            graph.listeners[name] = found or []
 
 
-def _argv_listener(compose: ComposeFile, service: Service, spec: Mapping[str, Any]) -> list[Listener]:
+def _unreadable(graph: Graph, service: Service, pos: Pos, what: str, value: str) -> None:
+    """A listen address that is neither host:port nor a variable: one `listen` finding."""
+    if "$" not in value:
+        graph.findings.append(
+            _finding(
+                graph.compose,
+                pos,
+                "listen",
+                f"{service.name} {what} '{value}' is not [host]:port; its peers cannot know its port",
+                "write the address as host:port, e.g. 0.0.0.0:8000",
+            )
+        )
+
+
+def _argv_listener(graph: Graph, service: Service, spec: Mapping[str, Any]) -> list[Listener] | None:
     words = [str(word) for word in service.get("command") or ()]
     if "address_flags" in spec:
         address, at = str(spec["default_address"]), service.at("command")
@@ -343,7 +361,10 @@ def _argv_listener(compose: ComposeFile, service: Service, spec: Mapping[str, An
                 elif word.startswith(flag + "="):
                     address, at = word.split("=", 1)[1], service.at("command", index)
         parsed = _host_port(address, default_host="0.0.0.0")
-        return [Listener(parsed[0], parsed[1], at)] if parsed else []
+        if parsed is None:
+            _unreadable(graph, service, at, "listen address", address)
+            return None
+        return [Listener(parsed[0], parsed[1], at)]
     flags = {flag.flag: flag for flag in service.flags()}
     host_flag, port_flag = flags.get(str(spec["host_flag"])), flags.get(str(spec["port_flag"]))
     host = host_flag.value if host_flag and host_flag.value else str(spec["default_host"])
@@ -351,14 +372,13 @@ def _argv_listener(compose: ComposeFile, service: Service, spec: Mapping[str, An
     where = port_flag.value_pos if port_flag else service.at("command")
     host_at = host_flag.value_pos if host_flag else service.at("command")
     if not port_text.isdigit():
-        return []
+        return None  # engine-flags reports a port that is not a number
     return [Listener(host, int(port_text), host_at if _loopback(host) else where)]
 
 
-def _env_listener(graph: Graph, service: Service, key: str) -> list[Listener]:
+def _env_listener(graph: Graph, service: Service, key: str) -> list[Listener] | None:
     value = service.env.get(key)
     if value is None:
-        graph.unknown.add(service.name)
         graph.findings.append(
             _finding(
                 graph.compose,
@@ -368,11 +388,13 @@ def _env_listener(graph: Graph, service: Service, key: str) -> list[Listener]:
                 f"set {key}, e.g. 0.0.0.0:8000",
             )
         )
-        return []
+        return None
+    pos = _locate(graph.compose, service, ("environment", key))
     parsed = _host_port(value, default_host="0.0.0.0")
     if parsed is None:
-        return []
-    return [Listener(parsed[0], parsed[1], _locate(graph.compose, service, ("environment", key)))]
+        _unreadable(graph, service, pos, key, value)
+        return None
+    return [Listener(parsed[0], parsed[1], pos)]
 
 
 def _host_port(text: str, *, default_host: str, default_port: int | None = None) -> tuple[str, int] | None:
@@ -465,7 +487,9 @@ def _nginx_listeners(graph: Graph, service: Service, config_name: str) -> list[L
             continue
         listens = [d for d in directive.block if d.name == "listen" and d.args]
         if not listens:
-            found.append(Listener("0.0.0.0", 80, config.outer(directive.pos), tls=False))  # nginx's default listen
+            found.append(
+                Listener("0.0.0.0", 80, config.outer(directive.pos), tls=False)
+            )  # nginx's default listen
         for listen in listens:
             address, pos = listen.args[0]
             if address.startswith("unix:"):
@@ -594,7 +618,13 @@ def _references(graph: Graph) -> Iterator[Ref]:
     compose = graph.compose
     yield from _nginx_refs(graph)
     yield from _collector_refs(graph)
+    port_label = graph.label_prefix + "port"
     for service in compose:
+        # The telemetry label claims where the service serves /metrics: its own port.
+        claimed = service.labels.get(port_label)
+        if claimed is not None and claimed.isdigit():
+            pos = _locate(compose, service, ("labels", port_label))
+            yield Ref(service.name, f"label {port_label}={claimed}", None, "localhost", int(claimed), pos)
         for key, value in service.env.items():
             for match in _URL.finditer(value or ""):
                 pos = _locate(compose, service, ("environment", key), match.group())
@@ -624,8 +654,8 @@ def _resolve(graph: Graph, ref: Ref) -> Iterator[Finding]:  # noqa: PLR0911, PLR
                 compose,
                 ref.pos,
                 "reference",
-                f"{consumer.name} {ref.what} probes its own port {ref.port}, but {consumer.name} listens on {_ports(own)}",
-                f"probe localhost:{own[0].port}" if own else None,
+                f"{consumer.name} {ref.what} points at its own port {ref.port}, but {consumer.name} listens on {_ports(own)}",
+                f"use its own port {own[0].port}" if own else None,
             )
         return
     variable = _VAR.match(ref.host)

@@ -123,8 +123,29 @@ FAULTS = [
             ("nginx", "proxy-glm53:8000;", 1),
             ("otelcol-contrib", "proxy-glm53:8000\n", 1),
             ("proxy-glm53", "http://localhost:8000/health", 3),
+            (
+                "proxy-glm53",
+                '"8000"\n      tierops.otel.path: /metrics\n      tierops.otel.container_name: proxy-glm53',
+                1,
+            ),
         ),
         "8080",
+    ),
+    Fault(
+        "proxy-listen-address-without-a-port",
+        "listen",
+        BASE,
+        (edit('LISTEN_ADDR: "0.0.0.0:8000"', 'LISTEN_ADDR: "0.0.0.0"'),),
+        (("proxy-glm53", '"0.0.0.0"\n    volumes', 1),),
+        "LISTEN_ADDR '0.0.0.0' is not [host]:port",
+    ),
+    Fault(
+        "telemetry-port-label-names-another-port",
+        "reference",
+        BASE,
+        (edit('tierops.otel.port: "9400"', 'tierops.otel.port: "9401"'),),
+        (("dcgm-glm53", '"9401"', 1),),
+        "label tierops.otel.port=9401 points at its own port 9401, but dcgm-glm53 listens on 9400",
     ),
     Fault(
         "dcgm-moved-off-9400",
@@ -136,8 +157,11 @@ FAULTS = [
                 'command: [-a, ":9500", -f, /etc/dcgm-exporter/glm53-counters.csv]',
             ),
         ),
-        (("otelcol-contrib", "dcgm-glm53:9400", 1),),
-        "dcgm-glm53 listens on 9500, not 9400",
+        (
+            ("otelcol-contrib", "dcgm-glm53:9400", 1),
+            ("dcgm-glm53", '"9400"\n      tierops.otel.path', 1),
+        ),
+        "dcgm-glm53 listens on 9500",
     ),
     # -- published ports -------------------------------------------------------------------
     Fault(
@@ -227,7 +251,7 @@ FAULTS = [
         BASE,
         (edit("http://localhost:8000/health", "http://localhost:30000/health", 1),),
         (("model-sg-glm53-w4afp8-tp4-r1", "http://localhost:30000/health", 1),),
-        "probes its own port 30000",
+        "points at its own port 30000",
     ),
     Fault(
         "engine-off-the-project-network",
