@@ -17,6 +17,7 @@ import pytest
 
 from tests.validators.conftest import BASE, CANARY, LONG, PROD, ROOT, prod_text, run_cli
 from tierops.yamlload import load_path
+from validators import wiring
 from validators.wiring import CHECKS, load_wiring, parse_nginx
 
 R1 = "model-sg-glm53-w4afp8-tp4-r1"
@@ -428,6 +429,24 @@ def test_each_planted_fault_fires_its_wiring_check_alone(fault: Fault, write_pro
     for row in rows:
         assert fault.words in row["message"]
         assert "; " in row["message"]  # every message ends with its fix
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=[fault.id for fault in FAULTS])
+def test_each_planted_fault_is_found_by_its_declared_check_only(
+    fault: Fault, write_prod: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Which CHECKS entry produced each finding: so disabling that one check would leave
+    # its fault unreported (the other checks do not cover it).
+    fired: list[str] = []
+    real = wiring._finding
+
+    def spy(compose: Any, pos: Any, check_name: str, message: str, fix: str | None = None) -> Any:
+        fired.append(check_name)
+        return real(compose, pos, check_name, message, fix)
+
+    monkeypatch.setattr(wiring, "_finding", spy)
+    wiring_findings(write_prod(fault.file, mutate(fault.file, fault.edits)))
+    assert fired and set(fired) == {fault.check}
 
 
 def test_every_check_has_a_planted_fault() -> None:
