@@ -943,7 +943,12 @@ class Download:
 _SNAPSHOT = re.compile(r"/models--(?P<repo>[^/]+)/snapshots/(?P<revision>[^/]+)/?$")
 
 
-def _download(compose: ComposeFile, service: Service, storage: Mapping[str, Any]) -> Download:
+# Options of `hf download` that take no value.
+_HF_SWITCHES = frozenset({"--force-download", "--quiet", "--dry-run", "--resume-download"})
+
+
+def _download(compose: ComposeFile, service: Service, storage: Mapping[str, Any]) -> Download | None:
+    """Where `hf download` puts the snapshot; None when the service runs no `download`."""
     entry = [str(word) for word in service.get("entrypoint") or ()]
     words = [*entry, *(str(word) for word in service.get("command") or ())]
 
@@ -954,13 +959,16 @@ def _download(compose: ComposeFile, service: Service, storage: Mapping[str, Any]
 
     repo: tuple[str, Pos] | None = None
     options: dict[str, tuple[str, Pos]] = {}
-    start = words.index("download") + 1 if "download" in words else len(words)
-    index = start
+    if "download" not in words:
+        return None  # prod-config holds the downloader's argv to the contract
+    index = words.index("download") + 1
     while index < len(words):
         word = words[index]
         if word.startswith("--"):
             name, eq, value = word.partition("=")
-            if eq:
+            if word in _HF_SWITCHES:
+                options[word] = ("", at(index))
+            elif eq:
                 options[name] = (value, at(index))
             elif index + 1 < len(words):
                 options[name] = (words[index + 1], at(index + 1))
