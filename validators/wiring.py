@@ -976,22 +976,11 @@ def _download(compose: ComposeFile, service: Service, storage: Mapping[str, Any]
         elif repo is None:
             repo = (word, at(index))
         index += 1
-    home = service.env.get("HF_HOME")
     if "--local-dir" in options:
         directory, local_at = options["--local-dir"]
         directory_at: Pos | None = local_at
     else:
-        if "--cache-dir" in options:
-            cache, directory_at = options["--cache-dir"]
-        elif service.env.get("HF_HUB_CACHE"):
-            cache = str(service.env["HF_HUB_CACHE"])
-            directory_at = _locate(compose, service, ("environment", "HF_HUB_CACHE"))
-        elif home:
-            cache = posixpath.join(home, "hub")
-            directory_at = _locate(compose, service, ("environment", "HF_HOME"))
-        else:
-            cache = posixpath.join(str(storage["default_hf_home"]), "hub")
-            directory_at = None
+        cache, directory_at = _hf_cache(compose, service, options, storage)
         name = (repo[0] if repo else "").replace("/", "--")
         revision = options.get("--revision", ("main", service.at("command")))[0]
         directory = f"{cache.rstrip('/')}/models--{name}/snapshots/{revision}"
@@ -1004,6 +993,20 @@ def _download(compose: ComposeFile, service: Service, storage: Mapping[str, Any]
         posixpath.normpath(directory),
         directory_at,
     )
+
+
+def _hf_cache(
+    compose: ComposeFile, service: Service, options: Mapping[str, tuple[str, Pos]], storage: Mapping[str, Any]
+) -> tuple[str, Pos | None]:
+    """The hub cache `hf download` writes into, and where that is decided (None: the default)."""
+    if "--cache-dir" in options:
+        return options["--cache-dir"]
+    if service.env.get("HF_HUB_CACHE"):
+        return str(service.env["HF_HUB_CACHE"]), _locate(compose, service, ("environment", "HF_HUB_CACHE"))
+    home = service.env.get("HF_HOME")
+    if home:
+        return posixpath.join(home, "hub"), _locate(compose, service, ("environment", "HF_HOME"))
+    return posixpath.join(str(storage["default_hf_home"]), "hub"), None
 
 
 def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> Iterator[Finding]:
