@@ -693,3 +693,31 @@ def test_declared_per_replica_deltas_are_not_parity_findings(write_prod: Any) ->
     # pdi, the RAM budget env and the replica's own labels: all declared.
     result = run_cli("--rule", "prod-config", "--format", "json", PROD / LONG)
     assert result.code == 0 and result.findings() == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        edit(
+            "      - --revision\n      - " + SNAPSHOT + "\n",
+            "      - --revision\n      - "
+            + SNAPSHOT
+            + "\n      - --cache-dir\n      - /root/.cache/huggingface/hub\n",
+            1,
+        ),
+        edit(
+            "      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n    volumes:",
+            "      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n      HF_HOME: /root/.cache/huggingface\n    volumes:",
+        ),
+        edit(
+            "      - --revision\n      - " + SNAPSHOT + "\n",
+            "      - --revision=" + SNAPSHOT + "\n      - --quiet\n",
+            1,
+        ),
+    ],
+    ids=["cache-dir", "hf-home", "revision-equals-and-a-switch"],
+)
+def test_downloads_that_land_where_the_engines_read_give_no_findings(
+    change: tuple[str, str, int], write_prod: Any
+) -> None:
+    assert wiring_findings(write_prod(BASE, mutate(BASE, (change,)))) == []
