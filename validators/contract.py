@@ -77,6 +77,8 @@ class Contract:
     features: Mapping[str, Feature]  # in feature order
     variant: str
     parity_keys: tuple[str, ...]
+    parity_paths: tuple[tuple[str, ...], ...]  # per-replica deltas inside a key (`*`: any item)
+    parity_labels: tuple[str, ...]  # the replica's own label suffixes
     parity_flags: tuple[str, ...]
     parity_env: tuple[str, ...]
     chunk_requires_qsplit: tuple[str, ...]
@@ -232,6 +234,8 @@ def _contract(path: Path, raw: dict[str, Any]) -> Contract:
         features=features,
         variant=str(engines["variant"]),
         parity_keys=_strs(parity.get("keys")),
+        parity_paths=tuple(tuple(str(path).split(".")) for path in parity.get("paths") or ()),
+        parity_labels=_strs(parity.get("labels")),
         parity_flags=_strs(parity.get("flags")),
         parity_env=_strs(parity.get("env")),
         chunk_requires_qsplit=_strs((raw.get("pairing") or {}).get("chunk_requires_qsplit")),

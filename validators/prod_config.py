@@ -558,9 +558,9 @@ def _parity(
         return
     (first_replica, first), *rest = engines
     exempt = {*contract.parity_keys, "command", "environment"}
-    first_form = first.runtime()
+    first_form = _without_deltas(first.runtime(), contract)
     for replica, other in rest:
-        other_form = other.runtime()
+        other_form = _without_deltas(other.runtime(), contract)
         for key in [*first_form, *(k for k in other_form if k not in first_form)]:
             if key in exempt:
                 continue
@@ -572,7 +572,7 @@ def _parity(
                     path,
                     holder.at(*where),
                     ID,
-                    f"replica parity: {other.name} {_dotted(where)} is {_written(other, where, b)}, {first.name} has {_written(first, where, a)}; replicas differ only in {', '.join(contract.parity_keys)} and declared argv/env",
+                    f"replica parity: {other.name} {_dotted(where)} is {_written(other, where, b)}, {first.name} has {_written(first, where, a)}; replicas differ only in {_deltas(contract)} and declared argv/env",
                 )
         if contract_findings.get(first_replica.name) or contract_findings.get(replica.name):
             continue  # the argv/env contract findings already name the difference
@@ -586,18 +586,72 @@ def _parity(
             )
 
 
+# Stands in for a declared per-replica value, so both replicas compare equal there.
+_DELTA = "<per-replica>"
+
+
+def _without_deltas(form: dict[str, Any], contract: Contract) -> dict[str, Any]:
+    """The runtime form with the declared per-replica deltas blanked out.
+
+    Every other key is compared whole: `deploy` and `labels` too (issue 10: parity used
+    to skip both, so a limit or a label on one replica passed).
+    """
+    result = dict(form)
+    for path in contract.parity_paths:
+        if path and path[0] in result:
+            result[path[0]] = _blank(result[path[0]], path[1:])
+    labels = result.get("labels")
+    if isinstance(labels, dict):
+        prefix = str(contract.telemetry["label_prefix"])
+        own = {prefix + suffix for suffix in contract.parity_labels}
+        result["labels"] = {key: (_DELTA if key in own else value) for key, value in labels.items()}
+    return result
+
+
+def _blank(node: Any, path: Sequence[str]) -> Any:
+    """A copy of `node` with the value at `path` (`*`: every list item) replaced by _DELTA."""
+    if not path:
+        return _DELTA
+    head, rest = path[0], path[1:]
+    if head == "*" and isinstance(node, list):
+        return [_blank(item, rest) for item in node]
+    if isinstance(node, dict) and head in node:
+        return {**node, head: _blank(node[head], rest)}
+    return node
+
+
+def _deltas(contract: Contract) -> str:
+    prefix = str(contract.telemetry["label_prefix"])
+    return ", ".join(
+        [
+            *contract.parity_keys,
+            *(".".join(path) for path in contract.parity_paths),
+            *(f"label {prefix}{suffix}" for suffix in contract.parity_labels),
+        ]
+    )
+
+
 def _first_difference(
     a: Any, b: Any, where: tuple[str | int, ...]
 ) -> tuple[tuple[str | int, ...], Any, Any] | None:
     """The deepest path under `where` at which two canonical values differ, and the values."""
     if a == b:
         return None
-    while isinstance(a, dict) and isinstance(b, dict):
-        child = next((k for k in [*b, *(k for k in a if k not in b)] if a.get(k) != b.get(k)), None)
-        if child is None:
-            return None
-        where, a, b = (*where, child), a.get(child), b.get(child)
-    return where, a, b
+    while True:
+        if isinstance(a, dict) and isinstance(b, dict):
+            child: str | int | None = next(
+                (k for k in [*b, *(k for k in a if k not in b)] if a.get(k) != b.get(k)), None
+            )
+            if child is None:
+                return None
+            where, a, b = (*where, child), a.get(child), b.get(child)
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            # Same length: the item that differs (a GPU reservation's capabilities, one
+            # healthcheck word), not the whole list.
+            index = next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
+            where, a, b = (*where, index), a[index], b[index]
+        else:
+            return where, a, b
 
 
 def _written(service: Service, where: tuple[str | int, ...], value: Any) -> str:

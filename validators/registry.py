@@ -19,6 +19,7 @@ from validators import (
     otel_labels,
     prod_config,
     style,
+    wiring,
 )
 from validators.context import Context
 from validators.findings import Finding
@@ -40,6 +41,7 @@ RULES: dict[str, Rule] = {
     compose_hygiene.ID: compose_hygiene,
     collector_config.ID: collector_config,
     style.ID: style,
+    wiring.ID: wiring,
 }
 
 # The loader's own id: a file that cannot be read as one compose mapping. It always

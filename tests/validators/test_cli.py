@@ -154,6 +154,7 @@ def test_list_rules_names_every_family() -> None:
         "compose-hygiene",
         "collector-config",
         "style",
+        "wiring",
     ]
 
 
