@@ -1180,11 +1180,9 @@ def _parse_volume(text: str) -> dict[str, Any]:
     if len(parts) == 1:
         volume["target"] = parts[0]
     elif len(parts) == 2:
-        if parts[1] and (parts[1].startswith("/") or _WINDOWS_DRIVE.match(parts[1])):
-            volume["source"], volume["target"] = parts
-        else:
-            volume["target"] = parts[0]
-            options = parts[1].split(",")
+        # Two parts are always source and target, as compose-go fills them in order:
+        # `/data:ro` mounts /data at a target named `ro` (the binary agrees; a test asks it).
+        volume["source"], volume["target"] = parts
     else:
         volume["source"], volume["target"] = parts[0], parts[1]
         options = parts[2].split(",")

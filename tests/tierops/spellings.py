@@ -192,6 +192,11 @@ FAMILIES: dict[str, list[str]] = {
         "volumes: ['./conf:/conf']",
         "volumes: ['./conf/:/conf']",
         "volumes: [{type: bind, source: ./conf, target: /conf, bind: {create_host_path: true}}]",
+        # two parts are source and target, whatever they look like: `/data:ro` mounts
+        # /data at a target named `ro`, and `a:/a:ro` is the Windows-style path `a:/a`
+        "volumes: ['/data:ro']",
+        "volumes: [{type: bind, source: /data, target: ro, bind: {create_host_path: true}}]",
+        "volumes: ['a:/a:ro']",
     ],
     "networks": [
         "networks: [backend]",
