@@ -174,7 +174,7 @@ def make_world(tmp_path: Path) -> World:
     same bytes, so only the copy and the remote URLs are per test.
     """
     template = _template()
-    for name in ("seed", "origin.git", "a", "b"):
+    for name in ("origin.git", "a", "b"):  # not the seed: no test reads it
         shutil.copytree(template / name, tmp_path / name, symlinks=True)
     # The clones name their remote by absolute path (as `git clone` wrote it): point
     # them at this test's origin. The bare origin names the seed the same way.
@@ -210,6 +210,9 @@ def _build_world(tmp_path: Path) -> World:
     a, b = tmp_path / "a", tmp_path / "b"
     git(tmp_path, "clone", "-q", str(origin), str(a))
     git(tmp_path, "clone", "-q", str(origin), str(b))
+    # git's sample hooks are a third of a world's files, copied and deleted per test.
+    for sample in tmp_path.glob("*/**/hooks/*.sample"):
+        sample.unlink()
     return World(origin, a, b)
 
 
