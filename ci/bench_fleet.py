@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import copy
 import io
+import itertools
 import os
 import platform
 import resource
@@ -104,8 +105,16 @@ def stages(files: Sequence[str]) -> dict[str, list[list[str]]]:
     return {
         "validate": [[py, "-m", "validators", "--format", "text", *files]],
         "compose": [
-            [py, "-m", "validators.compose", "--env-file", "ci/dummy.env", "--rendered-dir", "build/rendered"]
-            + list(files)
+            [
+                py,
+                "-m",
+                "validators.compose",
+                "--env-file",
+                "ci/dummy.env",
+                "--rendered-dir",
+                "build/rendered",
+                *files,
+            ]
         ],
         "lint hooks": [[py, "-m", "ci.schemas", *files], [py, "-m", "ci.file_checks", *files]],
         "diff": [[py, "-m", "rollout", "diff", "--base", "HEAD", "--format", "json", "prod"]],
@@ -152,7 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = dict(os.environ)
     env.pop("GITHUB_ACTIONS", None)  # plain text, no annotations
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    flag = "PYTHONDONTWRITEBYTECODE=1" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "PYTHONDONTWRITEBYTECODE unset"
+    flag = (
+        "PYTHONDONTWRITEBYTECODE=1"
+        if os.environ.get("PYTHONDONTWRITEBYTECODE")
+        else "PYTHONDONTWRITEBYTECODE unset"
+    )
     print(
         f"fleet check: {flag}; {os.cpu_count()} CPU(s); Python {platform.python_version()}; "
         f"load average {load:.2f}; best of {args.repeat}; "
@@ -187,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
     sizes = sorted(totals)
-    for low, high in zip(sizes, sizes[1:], strict=False):
+    for low, high in itertools.pairwise(sizes):
         step = (totals[high] - totals[low]) / (high - low)
         print(f"from {low} to {high} stacks: {1000 * step:.1f} ms per added stack")
     return ExitCode.OK

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ci.bench_fleet import EDIT, PRODS, SIZES, make_fleet, stack_name, stages
+from ci.bench_fleet import EDIT, PRODS, SIZES, make_fleet, stack_name, stack_text, stages
 from tierops.yamlio import roundtrip
 
 
@@ -23,8 +23,6 @@ def test_stacks_are_the_prod_files_under_other_names_with_their_deployment_renam
     name = stack_name(7, prod)
     assert name == f"stack-007-{prod.name}"
     text = Path(prod).read_text(encoding="utf-8")
-    from ci.bench_fleet import stack_text
-
     renamed = stack_text(prod, name)
     assert f"deployment: {prod.stem}\n" in text
     assert f"deployment: {prod.stem}\n" not in renamed
@@ -69,7 +67,14 @@ def test_every_per_file_stage_of_check_is_timed_on_the_stacks() -> None:
     table = stages(["prod/a.yaml", "prod/b.yaml"])
     assert list(table) == ["validate", "compose", "lint hooks", "diff", "plan"]
     modules = [command[2] for commands in table.values() for command in commands]
-    assert modules == ["validators", "validators.compose", "ci.schemas", "ci.file_checks", "rollout", "rollout"]
+    assert modules == [
+        "validators",
+        "validators.compose",
+        "ci.schemas",
+        "ci.file_checks",
+        "rollout",
+        "rollout",
+    ]
     for name in ("validate", "compose", "lint hooks"):
         assert all(command[-2:] == ["prod/a.yaml", "prod/b.yaml"] for command in table[name])
     assert table["diff"][0][3:] == ["diff", "--base", "HEAD", "--format", "json", "prod"]

@@ -40,7 +40,7 @@ def test_each_fault_applies_to_the_repository_and_changes_its_file(tmp_path: Pat
 def test_a_fault_whose_text_is_gone_is_an_error_not_a_pass(tmp_path: Path) -> None:
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "dummy.env").write_text("OTHER=dummy\n", encoding="utf-8")
-    with pytest.raises(LookupError, match="update ci/check_faults.py"):
+    with pytest.raises(LookupError, match=r"update ci/check_faults\.py"):
         apply(tmp_path, FAULTS[2])
 
 
@@ -58,5 +58,9 @@ def test_a_fault_is_caught_only_by_a_failing_check_whose_stage_fails_with_the_ru
 
 def test_rule_counts_add_up_files_and_the_repository_cell() -> None:
     record = sample_record()
-    assert rule_counts(stage_of(record, "validate")) == {"prod-config": 2, "engine-flags": 1, "compose-hygiene": 1}
+    assert rule_counts(stage_of(record, "validate")) == {
+        "prod-config": 2,
+        "engine-flags": 1,
+        "compose-hygiene": 1,
+    }
     assert rule_counts(stage_of(record, "lint")) == {"ruff-check": 1, "check-yaml": 1}
