@@ -177,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     header = "  ".join(f"{name:>13}" for name in names)
     print(f"{'stacks':>6}  {header}  {'total s':>13}  {'ms/stack':>8}  {'CPU/wall':>8}")
     totals: dict[int, float] = {}
+    cpus: dict[int, float] = {}
     for size in args.sizes:
         best: dict[str, tuple[float, float]] | None = None
         with tempfile.TemporaryDirectory(prefix="tierops-fleet-") as tmp:
@@ -194,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wall = sum(w for w, _ in best.values())
         cpu = sum(c for _, c in best.values())
         totals[size] = wall
+        cpus[size] = cpu
         cells = "  ".join(f"{best[name][0]:>6.2f} ({best[name][1]:>4.2f})" for name in names)
         print(
             f"{size:>6}  {cells}  {wall:>6.2f} ({cpu:>4.2f})  {1000 * wall / size:>8.1f}  {cpu / wall:>8.2f}",
@@ -202,7 +204,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = sorted(totals)
     for low, high in itertools.pairwise(sizes):
         step = (totals[high] - totals[low]) / (high - low)
-        print(f"from {low} to {high} stacks: {1000 * step:.1f} ms per added stack")
+        cpu_step = (cpus[high] - cpus[low]) / (high - low)
+        print(
+            f"from {low} to {high} stacks: {1000 * step:.1f} ms per added stack "
+            f"({1000 * cpu_step:.1f} ms of CPU; equal steps mean a linear cost)"
+        )
     return ExitCode.OK
 
 
