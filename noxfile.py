@@ -215,6 +215,14 @@ def compose_bench(session: nox.Session) -> None:
     session.run("python", "-m", "ci.bench_compose", *session.posargs)
 
 
+@nox.session(name="fleet-bench", default=False)
+def fleet_bench(session: nox.Session) -> None:
+    """The check's per-file stages on a synthetic fleet of 1, 10, 50 and 100 stacks (prints the curve)."""
+    install(session, "test")  # the runtime, the compose binary and the per-file hooks' tools
+    compile_project(session)
+    session.run("python", "-m", "ci.bench_fleet", *session.posargs)
+
+
 @nox.session(default=False)
 def collector(session: nox.Session) -> None:
     """The pinned collector image's own `validate` on each prod file's collector config (needs Docker).
@@ -255,7 +263,13 @@ def tests(session: nox.Session) -> None:
     install(session, "test")
     compile_project(session)
     args = session.posargs or ["-n", "auto", "--dist", "worksteal"]
-    session.run("python", "-m", "pytest", *args)
+    # pytest keeps each test module with its asserts rewritten in `__pycache__/` (its
+    # own cache, keyed by the source's mtime and size) and writes it only when Python
+    # may write bytecode. Under PYTHONDONTWRITEBYTECODE=1 every worker rewrote all 50
+    # test modules on every run: about 2.5 s of CPU per worker. The test run allows
+    # writing (into gitignored `__pycache__/` only); the project's modules keep the
+    # checked-hash pycs compile_project just wrote, which Python reads, not rewrites.
+    session.run("python", "-m", "pytest", *args, env={"PYTHONDONTWRITEBYTECODE": None})
 
 
 @nox.session
@@ -284,6 +298,12 @@ def bench(session: nox.Session) -> None:
 def bench_check(session: nox.Session) -> None:
     """A warm `nox -R -s check`, whole and per stage, beside this machine's Python start-up (ci/bench_check.py)."""
     session.run(sys.executable, "-m", "ci.bench_check", *session.posargs, external=True)
+
+
+@nox.session(name="check-faults", venv_backend="none", default=False)
+def check_faults(session: nox.Session) -> None:
+    """`nox -s check` in a clone of HEAD, clean twice then with each fault it catches (ci/check_faults.py)."""
+    session.run(sys.executable, "-m", "ci.check_faults", *session.posargs, external=True)
 
 
 @nox.session(default=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import marshal
 import os
@@ -75,3 +76,20 @@ def test_a_source_that_does_not_compile_is_reported_not_raised(tmp_path: Path) -
 
 def test_the_project_packages_exist() -> None:
     assert all((ROOT / name / "__init__.py").is_file() for name in PACKAGES)
+
+
+def test_the_test_session_lets_pytest_keep_its_rewritten_modules() -> None:
+    """pytest writes its assertion-rewrite cache only when Python may write bytecode:
+    the tests session removes PYTHONDONTWRITEBYTECODE for pytest alone (nox drops a
+    variable whose value is None)."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    session = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "tests")
+    runs = [
+        node
+        for node in ast.walk(session)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "session.run"
+    ]
+    assert len(runs) == 1
+    assert ast.unparse(runs[0]).startswith("session.run('python', '-m', 'pytest', *args")
+    env = next(keyword.value for keyword in runs[0].keywords if keyword.arg == "env")
+    assert ast.literal_eval(env) == {"PYTHONDONTWRITEBYTECODE": None}

@@ -334,6 +334,12 @@ def test_zizmor_runs_offline_and_pedantic_as_a_pinned_hook() -> None:
     assert "zizmor==1.32.0" in _group("hooks", groups)
 
 
+def test_every_session_has_a_row_in_the_readme_s_session_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`") for line in readme.splitlines() if line.startswith("| `")}
+    assert sorted(set(_session_names()) - rows) == []
+
+
 def test_check_requires_the_compose_session() -> None:
     sessions = _session_names()
     assert "compose" in sessions["check"]

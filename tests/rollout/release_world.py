@@ -7,11 +7,14 @@ digests and `docker compose config` see exactly what production would.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -79,7 +82,10 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     config = home / "gitconfig"
     config.write_text(
         "[user]\n\tname = Release Test\n\temail = release@example.invalid\n"
-        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n",
+        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+        # No housekeeping child processes (`gc --auto`, `maintenance run --auto`) after
+        # every commit, fetch and push: the worlds are small and short-lived.
+        "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n",
         encoding="utf-8",
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
@@ -162,7 +168,73 @@ def tag_by_hand(repo: Path, name: str, commit: str, *, record_of: str | None = N
 
 
 def make_world(tmp_path: Path) -> World:
-    """origin (bare) with one commit at T0 holding two real prod files; clones a and b."""
+    """origin (bare) with one commit at T0 holding two real prod files; clones a and b.
+
+    Built once per test process (`_template`) and copied: every world starts as the
+    same bytes, so only the copy and the remote URLs are per test.
+    """
+    return copy_world(_template(), tmp_path)
+
+
+def release_base(world: World) -> None:
+    """Make `world`, which must be make_world's and untouched, the world after `release
+    tag --push` on its base commit: v0.0.1, here and on origin.
+
+    The tag is made by the tool once per test process, on a world of its own, with the
+    same verify command, identity and dates as every test's (isolate_git), so it is the
+    same tag object a test's own run would make; then it is copied like make_world's.
+    """
+    home = world.a.parent
+    for name in WORLD_DIRS:
+        shutil.rmtree(home / name)
+    copy_world(_released(), home)
+
+
+WORLD_DIRS = ("origin.git", "a", "b")  # the seed is left out: no test reads it
+
+
+def copy_world(template: Path, tmp_path: Path) -> World:
+    for name in WORLD_DIRS:
+        shutil.copytree(template / name, tmp_path / name, symlinks=True)
+    # The clones name their remote by absolute path (as `git clone` wrote it): point
+    # them at this test's origin. The bare origin names the seed the same way.
+    old, new = str(template), str(tmp_path)
+    for git_dir in (tmp_path / "a" / ".git", tmp_path / "b" / ".git", tmp_path / "origin.git"):
+        for name in ("config", "FETCH_HEAD"):
+            path = git_dir / name
+            if path.is_file():
+                path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    return World(tmp_path / "origin.git", tmp_path / "a", tmp_path / "b")
+
+
+@functools.cache
+def _template() -> Path:
+    """The world of make_world, built in a directory of its own, removed at exit."""
+    home = Path(tempfile.mkdtemp(prefix="tierops-release-world-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_git(monkeypatch, home)
+        _build_world(home)
+    return home
+
+
+@functools.cache
+def _released() -> Path:
+    """make_world's world after the tool's own `release tag --push` (release_base)."""
+    from rollout.cli import main
+
+    home = Path(tempfile.mkdtemp(prefix="tierops-release-world-v0.0.1-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_git(monkeypatch, home)
+        world = copy_world(_template(), home)
+        code = main(["release", "tag", "--repo", str(world.a), "--push"])
+        if code != 0:
+            raise AssertionError(f"release tag --push of the base world exited {code}")
+    return home
+
+
+def _build_world(tmp_path: Path) -> World:
     seed = tmp_path / "seed"
     (seed / "prod").mkdir(parents=True)
     (seed / "ci").mkdir()
@@ -176,6 +248,9 @@ def make_world(tmp_path: Path) -> World:
     a, b = tmp_path / "a", tmp_path / "b"
     git(tmp_path, "clone", "-q", str(origin), str(a))
     git(tmp_path, "clone", "-q", str(origin), str(b))
+    # git's sample hooks are a third of a world's files, copied and deleted per test.
+    for sample in tmp_path.glob("*/**/hooks/*.sample"):
+        sample.unlink()
     return World(origin, a, b)
 
 

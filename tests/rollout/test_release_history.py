@@ -3,7 +3,11 @@ choosing and rendering the previous definition (real git, the real compose binar
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
+import shutil
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +22,9 @@ from tests.rollout.release_world import (
     R1,
     R2,
     T0,
+    WORLD_DIRS,
     World,
+    copy_world,
     days,
     git,
     isolate_git,
@@ -68,14 +74,33 @@ def six_releases(world: World, monkeypatch: pytest.MonkeyPatch) -> dict[str, str
     return commits
 
 
-@pytest.fixture(scope="module")
-def six(tmp_path_factory: pytest.TempPathFactory) -> tuple[World, dict[str, str]]:
-    """One world with six_releases, shared by the tests that only read it."""
-    home = tmp_path_factory.mktemp("six")
+@functools.cache
+def _six() -> tuple[Path, dict[str, str]]:
+    """One world with six_releases per test process, in a directory of its own."""
+    home = Path(tempfile.mkdtemp(prefix="tierops-release-six-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
     with pytest.MonkeyPatch.context() as monkeypatch:
         isolate_git(monkeypatch, home)
         world = make_world(home)
-        return world, six_releases(world, monkeypatch)
+        return home, six_releases(world, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def six() -> tuple[World, dict[str, str]]:
+    """The world with six_releases, shared by the tests that only read it."""
+    home, commits = _six()
+    return World(home / "origin.git", home / "a", home / "b"), dict(commits)
+
+
+def six_releases_copied(world: World, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """six_releases for `world` (make_world's, untouched), as a copy of the process's one,
+    with the environment six_releases leaves behind (its last tag time)."""
+    home, commits = _six()
+    for name in WORLD_DIRS:
+        shutil.rmtree(world.a.parent / name)
+    copy_world(home, world.a.parent)
+    set_tag_time(monkeypatch, T0 + days(len(commits) - 1) + MINUTES_10)
+    return dict(commits)
 
 
 @pytest.fixture
@@ -202,7 +227,7 @@ def test_a_gate_that_is_not_a_whole_number_is_a_usage_error(
 def test_a_tag_whose_record_names_another_commit_is_ignored_and_reported(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    commits = six_releases(world, monkeypatch)
+    commits = six_releases_copied(world, monkeypatch)
     record = git(world.a, "cat-file", "-p", "v0.0.5").split("\n\n", 1)[1]
     git(world.a, "tag", "-a", "v0.0.7", "-m", record, commits["v0.0.6"])
     at(monkeypatch, T0 + days(10))

@@ -32,6 +32,7 @@ from tests.rollout.release_world import (
     git,
     isolate_git,
     make_world,
+    release_base,
     set_flag,
     tag_by_hand,
     tagged_commits,
@@ -50,7 +51,18 @@ def tag(repo: Path, *args: str) -> int:
 
 
 def first_release(world: World, capsys: pytest.CaptureFixture[str]) -> str:
-    """v0.0.1 on the base commit, pushed; returns the base commit."""
+    """v0.0.1 on the base commit, pushed; returns the base commit.
+
+    For a world straight from the fixture: it becomes a copy of one that `release tag
+    --push` released once per test process (release_world.release_base). A test that
+    changed its world first runs the tool itself (first_release_run)."""
+    release_base(world)
+    capsys.readouterr()
+    return git(world.a, "rev-parse", "HEAD")
+
+
+def first_release_run(world: World, capsys: pytest.CaptureFixture[str]) -> str:
+    """first_release, by running `release tag --push` in this world."""
     assert tag(world.a, "--push") == 0
     capsys.readouterr()
     return git(world.a, "rev-parse", "HEAD")
@@ -255,7 +267,7 @@ def test_a_tag_name_that_exists_on_the_remote_for_another_commit_is_refused(
     git(world.b, "commit", "-q", "--allow-empty", "-m", "b only", when=T0 + days(1))
     assert tag(world.b) == 0
     git(world.b, "reset", "-q", "--hard", "origin/main")
-    head = first_release(world, capsys)
+    head = first_release_run(world, capsys)
     capsys.readouterr()
     before, before_b = world.remote_tags(), world.local_tags(world.b)
 
