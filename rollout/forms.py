@@ -24,6 +24,8 @@ form) is stated on this form: see `rollout/apply.py`.
 from __future__ import annotations
 
 import bisect
+import copy
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -96,7 +98,17 @@ EMPTY = Document(None, {"configs": {}, "secrets": {}})
 
 
 def read(data: bytes, *, where: str) -> Document:
-    """Bytes of a compose file to its Document; InputError (`where:line:col: what`) if unusable."""
+    """Bytes of a compose file to its Document; InputError (`where:line:col: what`) if unusable.
+
+    One reading per process: the diff, the plan and the masking boundary ask for the same
+    bytes, so a Document is kept by (bytes, where) and handed out again (no caller
+    changes one; `rollout/apply.py` copies before it applies). A refusal is not kept.
+    """
+    return _read(data, where)
+
+
+@functools.lru_cache(maxsize=1024)
+def _read(data: bytes, where: str) -> Document:
     try:
         loaded = load_bytes(data, where)
     except LoadError as error:
@@ -247,18 +259,30 @@ def content_form(text: Any) -> Any:
     """An inline config's `content`: a parsed mapping when it is YAML, else the text."""
     if not isinstance(text, str):
         return text
-    try:
-        loaded = load_bytes(text.encode("utf-8"), "<content>")
-    except Exception:  # any YAML problem means "not a YAML config": compare it as text
+    parsed = _parsed_content(text)
+    if parsed is None:
         return text
-    if len(loaded.documents) != 1:
-        return text
-    parsed = plain(loaded.documents[0])
+    parsed = copy.deepcopy(parsed)  # the cached parse stays as read
     # YAML reads many one-line texts as a mapping (`curl -H 'Authorization: x'` has a key
     # "curl -H 'Authorization"); a config file's top-level keys are identifiers.
     if isinstance(parsed, dict) and parsed and all(_IDENTIFIER.match(str(key)) for key in parsed):
         return _key_scrape_jobs(parsed)
     return text
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_content(text: str) -> Any:
+    """An inline config's one YAML document as plain data, or None when it is not one.
+
+    Kept by text: every file of a fleet, and both sides of a diff, carry the same configs.
+    """
+    try:
+        loaded = load_bytes(text.encode("utf-8"), "<content>")
+    except Exception:  # any YAML problem means "not a YAML config": compare it as text
+        return None
+    if len(loaded.documents) != 1:
+        return None
+    return plain(loaded.documents[0])
 
 
 def entry_form(entry: Any) -> Any:

@@ -62,7 +62,7 @@ from typing import Any, TextIO
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from tierops.secrets import TOKEN_SHAPES, entropy, only_references
 from tierops.secrets import secret_key as shared_secret_key
-from tierops.yamlload import LoadError, load_bytes
+from tierops.yamlload import MAX_BYTES, LoadError, load_bytes
 
 __all__ = [
     "Masker",
@@ -405,7 +405,9 @@ _ACTIVE: ContextVar[Masker | None] = ContextVar("rollout_masker", default=None)
 def protect_source(data: bytes | str | None) -> None:
     """Hand the boundary of this run a document's bytes, before anything is printed."""
     masker = _ACTIVE.get()
-    if masker is not None and data is not None:
+    # A file over the loader's size budget is refused whole (one error line, none of
+    # its text printed): there is nothing of it to mask, and reading it would be slow.
+    if masker is not None and data is not None and len(data) <= MAX_BYTES:
         masker.add_source(data)
 
 
