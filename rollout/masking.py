@@ -52,12 +52,10 @@ import re
 import secrets as _random_source
 import shlex
 import sys
-import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, TextIO
-
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from tierops.secrets import TOKEN_SHAPES, entropy, only_references

@@ -45,7 +45,6 @@ from typing import Any
 
 from rollout.changes import Aspect, Change, ChangeSet, FileChange, Op, Side, Status, file_identity, file_label
 from rollout.checks import Check, checks_for, profiles_of, replica_number, rollout_order
-from rollout.forms import services_of
 from rollout.roles import INTERRUPTS_TRAFFIC, Role, gpu_device_ids
 from rollout.steps import Action, ComposeCall
 
