@@ -100,6 +100,20 @@ def secret_key(key: object) -> bool:
     return shared_secret_key(key)
 
 
+_NAME = re.compile(r"[A-Za-z_][\w.-]*")
+
+
+@functools.lru_cache(maxsize=8192)
+def _secret_name(name: str) -> bool:
+    return shared_secret_key(name)
+
+
+def _names_a_secret(line: str) -> bool:
+    """Whether any name in the line (a flag's, a `KEY=`'s) is secret-like: only then is
+    the line worth splitting into words (most lines of a compose file are not)."""
+    return any(_secret_name(name) for name in _NAME.findall(line))
+
+
 def fingerprint(value: str) -> str:
     digest = hmac.new(SALT, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     return f"<secret sha256:{digest[:8]}>"
@@ -321,7 +335,7 @@ class Masker:
         for match in _ASSIGNMENT.finditer(line):
             if secret_key(match.group("key").lstrip("$")):
                 self.add_value(_unquote(match.group("value")))
-        if "-" in line or "=" in line:
+        if ("-" in line or "=" in line) and _names_a_secret(line):
             try:
                 words = shlex.split(line) if "'" in line or '"' in line else line.split()
             except ValueError:
