@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rollout.describe import describe
 from rollout.diff import diff_document
-from rollout.forms import read
+from rollout.forms import Document, _read, read
 from rollout.masking import mask_file
 from rollout.report_diff import sections
 
@@ -176,12 +176,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base_path, head_path, expected = build(Path(tmp))
         size = base_path.stat().st_size
-        read_time, docs = best(
-            lambda: (
+
+        def read_both() -> tuple[Document, Document]:
+            _read.cache_clear()  # a reading is kept per process: time a fresh one each run
+            return (
                 read(base_path.read_bytes(), where="base.yaml"),
                 read(head_path.read_bytes(), where="head.yaml"),
             )
-        )
+
+        read_time, docs = best(read_both)
         program, bare = program_times(Path(tmp), base_path, head_path)
     base_doc, head_doc = docs  # type: ignore[misc]
 
