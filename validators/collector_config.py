@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterator
 
 from tierops.yamlload import YList, YMap, scalar_text
-from validators.collector import collector, dig
+from validators.collector import Collector, collector, dig
 from validators.context import Context
 from validators.findings import Finding, Pos, error
 from validators.model import ComposeFile
@@ -63,6 +63,7 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:  # noqa: PLR
         return
     data = parsed.data
     assert data is not None  # set whenever there is no problem
+    yield from _scrape_shape(path, parsed, str(col["receiver"]))
     pipelines = dig(data, "service", "pipelines")
     if not isinstance(pipelines, YMap) or not pipelines:
         pos = (
@@ -127,3 +128,49 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:  # noqa: PLR
                         ID,
                         f"collector config reads ${{env:{var}}}, but {service.name} has no {var} in its environment",
                     )
+
+
+# What each key of a scrape job holds; a value of another type is a finding (issue 10:
+# `static_configs: 5` was a TypeError, exit 3).
+_JOB_TYPES: dict[str, tuple[type, str]] = {
+    "job_name": (str, "a string"),
+    "metrics_path": (str, "a string"),
+    "scrape_interval": (str, "a duration such as 15s"),
+    "scrape_timeout": (str, "a duration such as 10s"),
+    "static_configs": (YList, "a list of {targets, labels} mappings"),
+}
+
+
+def _scrape_shape(path: str, parsed: Collector, receiver: str) -> Iterator[Finding]:
+    """The scrape config's containers and scalars have the types the collector reads."""
+    assert parsed.data is not None
+    scrape = dig(parsed.data, "receivers", receiver, "config", "scrape_configs")
+    if scrape is None:
+        return
+    if not isinstance(scrape, YList):
+        yield error(path, parsed.scrape_configs_pos, ID, f"{receiver} scrape_configs must be a list of jobs")
+        return
+    for index, job in enumerate(scrape):
+        if not isinstance(job, YMap):
+            yield error(path, parsed.outer(scrape.at(index)), ID, f"scrape_configs[{index}] must be a mapping")
+            continue
+        name = scalar_text(job.get("job_name")) or f"scrape_configs[{index}]"
+        for key, (kind, what) in _JOB_TYPES.items():
+            if key in job and not isinstance(job[key], kind):
+                yield error(path, parsed.node_pos(job, key), ID, f"scrape job {name} {key} must be {what}")
+        statics = job.get("static_configs")
+        for number, static in enumerate(statics if isinstance(statics, YList) else ()):
+            where = f"scrape job {name} static_configs[{number}]"
+            if not isinstance(static, YMap):
+                yield error(path, parsed.outer(statics.at(number)), ID, f"{where} must be a mapping")
+                continue
+            targets = static.get("targets")
+            if "targets" in static and not (
+                isinstance(targets, YList) and all(isinstance(t, str) for t in targets)
+            ):
+                yield error(path, parsed.node_pos(static, "targets"), ID, f"{where}.targets must be a list of host:port strings")
+            labels = static.get("labels")
+            if "labels" in static and not (
+                isinstance(labels, YMap) and all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in labels.values())
+            ):
+                yield error(path, parsed.node_pos(static, "labels"), ID, f"{where}.labels must map label names to strings")
