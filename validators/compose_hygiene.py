@@ -61,7 +61,7 @@ SUMMARY = "container_name = key, images pinned by digest, no build:, no literal 
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _ANY_DIGEST = re.compile(r"@sha256:(?P<hex>.*)$")
 GENERATED_MARK = "GENERATED FILE"
-
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
@@ -82,7 +82,9 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
 
 def _services_mapping(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     if not isinstance(compose.data.get("services"), YMap):
-        yield error(compose.path, compose.services_pos(), ID, "no `services:` mapping; a compose file needs one")
+        yield error(
+            compose.path, compose.services_pos(), ID, "no `services:` mapping; a compose file needs one"
+        )
 
 
 def _shape(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
@@ -99,7 +101,9 @@ def _names(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     for service in compose:
         name = service.get("container_name")
         if name is None:
-            yield error(path, service.pos, ID, f"{service.name} has no container_name; set it to the service key")
+            yield error(
+                path, service.pos, ID, f"{service.name} has no container_name; set it to the service key"
+            )
         elif str(name) != service.name:
             yield error(
                 path,
@@ -186,7 +190,8 @@ def _keyed(key: str, value: str, allowed_soft: bool) -> str | None:
             f"has a soft default for ${{{literal.variable}}}, a literal secret whenever the host lacks it; "
             f"write ${{{literal.variable}:?{literal.variable} is required}}"
         )
-    return f"holds a literal value; pass it from the host: ${{{key}:?{key} is required}}"
+    var = key if _ENV_NAME.match(key) else "VAR"
+    return f"holds a literal value; pass it from the host: ${{{var}:?{var} is required}}"
 
 
 def _soft_secret_refs(text: str) -> str | None:
@@ -223,7 +228,10 @@ def _env_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             what = _free_text(value)
             if what is not None:
                 yield error(
-                    compose.path, pos, ID, f"{service.name} env {key} carries {what}; pass it from the host env"
+                    compose.path,
+                    pos,
+                    ID,
+                    f"{service.name} env {key} carries {what}; pass it from the host env",
                 )
 
 
@@ -288,7 +296,9 @@ def _config_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
         if config is None:
             continue
         parsed = config.parse_yaml(compose.path, ID) if config.text.lstrip()[:1].isalpha() else None
-        keyed = list(_yaml_keys(compose.path, config, str(name), parsed, ())) if isinstance(parsed, YMap) else []
+        keyed = (
+            list(_yaml_keys(compose.path, config, str(name), parsed, ())) if isinstance(parsed, YMap) else []
+        )
         yield from keyed
         # One secret, one finding: a line the key check named is not scanned again.
         named = {finding.line for finding in keyed}
@@ -316,7 +326,9 @@ def _yaml_keys(
             if isinstance(value, str) and str(key) != "key" and secrets.secret_key(str(key)):
                 why = _keyed(str(key), value, False)
                 if why is not None and "soft default" not in why:
-                    why = f"holds a literal value; write $${{env:VAR}} and set VAR in the collector's environment"
+                    why = (
+                        "holds a literal value; write $${env:VAR} and set VAR in the collector's environment"
+                    )
                 if why is not None:
                     yield error(
                         path,
@@ -329,4 +341,3 @@ def _yaml_keys(
     elif isinstance(node, YList):
         for index, item in enumerate(node):
             yield from _yaml_keys(path, config, name, item, (*trail, str(index)))
-

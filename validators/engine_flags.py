@@ -30,7 +30,6 @@ Failing example::
 from __future__ import annotations
 
 import bisect
-
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass

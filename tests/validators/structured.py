@@ -61,7 +61,7 @@ def paths(data: Any, prefix: Path = ()) -> Iterator[Path]:
             yield from paths(value, (*prefix, index))
 
 
-def _edit(data: Any, path: Path, change: Any) -> bool:
+def _edit(data: Any, path: Path, change: Any) -> bool:  # noqa: PLR0911 (one return per way a path can miss)
     """Apply `change(parent, key)` at `path`, through inline configs; False if not applicable."""
     if not path:
         return False
@@ -87,9 +87,9 @@ def _edit(data: Any, path: Path, change: Any) -> bool:
 def _walk(data: Any, path: Path) -> Any:
     node = data
     for step in path:
-        if isinstance(node, dict) and step in node:
-            node = node[step]
-        elif isinstance(node, list) and isinstance(step, int) and step < len(node):
+        if (isinstance(node, dict) and step in node) or (
+            isinstance(node, list) and isinstance(step, int) and step < len(node)
+        ):
             node = node[step]
         else:
             return None

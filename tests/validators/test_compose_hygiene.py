@@ -41,7 +41,9 @@ def test_soft_default_for_the_proxy_token_is_a_literal_secret(write_prod: Any) -
     code, findings, output = _check(write_prod, text)
     finding = _only(findings)
     assert (code, finding["line"], finding["col"]) == (1, line, 7)
-    assert finding["message"].startswith("proxy-glm53 env PROXY_API_TOKEN names a secret and has a soft default")
+    assert finding["message"].startswith(
+        "proxy-glm53 env PROXY_API_TOKEN names a secret and has a soft default"
+    )
     assert "changeme" not in output
 
 
@@ -62,9 +64,7 @@ def test_bearer_token_inside_a_healthcheck_command(write_prod: Any) -> None:
 
 
 def test_literal_bearer_in_the_collector_config_names_the_key(write_prod: Any) -> None:
-    text, line = replace_nth(
-        prod_text(LONG), "Bearer $${env:MONITORING_INGEST_TOKEN}", f"Bearer {PASSWORD}"
-    )
+    text, line = replace_nth(prod_text(LONG), "Bearer $${env:MONITORING_INGEST_TOKEN}", f"Bearer {PASSWORD}")
     code, findings, output = _check(write_prod, text)
     assert code == 1
     finding = _only(findings)
@@ -81,12 +81,17 @@ def test_literal_password_key_in_the_collector_config(write_prod: Any) -> None:
     text, line = replace_nth(
         prod_text(LONG),
         anchor,
-        anchor.replace("          headers:\n", f"          auth:\n            password: {PASSWORD}\n          headers:\n"),
+        anchor.replace(
+            "          headers:\n", f"          auth:\n            password: {PASSWORD}\n          headers:\n"
+        ),
     )
     code, findings, output = _check(write_prod, text)
     finding = _only(findings)
     assert (code, finding["line"], finding["col"]) == (1, line + 1, 13)
-    assert "exporters.otlphttp/gateway.auth.password names a secret and holds a literal value" in finding["message"]
+    assert (
+        "exporters.otlphttp/gateway.auth.password names a secret and holds a literal value"
+        in finding["message"]
+    )
     assert PASSWORD not in output
 
 
@@ -100,7 +105,9 @@ def test_declared_collector_soft_default_may_hold_a_placeholder_only(write_prod:
     assert finding["message"].startswith("otelcol-contrib env MONITORING_INGEST_TOKEN names a secret")
 
 
-@pytest.mark.parametrize("key", ["PGPASSWORD", "apiToken", "DB_PASS", "ENCRYPTION_KEY", "TOKEN2", "client-secret"])
+@pytest.mark.parametrize(
+    "key", ["PGPASSWORD", "apiToken", "DB_PASS", "ENCRYPTION_KEY", "TOKEN2", "client-secret"]
+)
 def test_secret_like_env_keys_in_any_spelling_hold_only_references(write_prod: Any, key: str) -> None:
     anchor = "      PROXY_API_TOKEN: "
     text, line = replace_nth(prod_text(LONG), anchor, f"      {key}: {PASSWORD}\n{anchor}")
@@ -114,7 +121,9 @@ def test_secret_like_env_keys_in_any_spelling_hold_only_references(write_prod: A
 
 
 def test_token_shape_under_an_innocent_key(write_prod: Any) -> None:
-    text, line = replace_nth(prod_text(LONG), "      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n", f"      HF_HOME_HINT: {HF}\n")
+    text, line = replace_nth(
+        prod_text(LONG), "      HF_TOKEN: ${HUGGING_FACE_HUB_TOKEN}\n", f"      HF_HOME_HINT: {HF}\n"
+    )
     code, findings, output = _check(write_prod, text)
     finding = _only(findings)
     assert (code, finding["line"]) == (1, line)
@@ -124,7 +133,9 @@ def test_token_shape_under_an_innocent_key(write_prod: Any) -> None:
 
 def test_literal_value_of_a_secret_flag_in_the_command(write_prod: Any) -> None:
     text, line = replace_nth(
-        prod_text(LONG), "      - --enable-dynamic-batch-tokenizer\n", f"      - --enable-dynamic-batch-tokenizer\n      - --api-key\n      - {PASSWORD}\n"
+        prod_text(LONG),
+        "      - --enable-dynamic-batch-tokenizer\n",
+        f"      - --enable-dynamic-batch-tokenizer\n      - --api-key\n      - {PASSWORD}\n",
     )
     code, findings, output = _check(write_prod, text)
     finding = _only(findings)
@@ -147,12 +158,14 @@ def test_literal_token_assigned_in_the_registrar_script(write_prod: Any) -> None
 
 
 def test_literal_secret_label(write_prod: Any) -> None:
-    anchor = "      tierops.otel.scrape: \"true\"\n"
+    anchor = '      tierops.otel.scrape: "true"\n'
     text, line = replace_nth(prod_text(LONG), anchor, f"      tierops.auth_token: {PASSWORD}\n{anchor}")
     code, findings, output = _check(write_prod, text)
     finding = _only(findings)
     assert (code, finding["line"]) == (1, line)
-    assert finding["message"].startswith("model-sg-glm53-w4afp8-tp4-r1 label tierops.auth_token names a secret")
+    assert finding["message"].startswith(
+        "model-sg-glm53-w4afp8-tp4-r1 label tierops.auth_token names a secret"
+    )
     assert PASSWORD not in output
 
 
@@ -165,14 +178,31 @@ def test_the_committed_files_carry_no_secret(write_prod: Any) -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["PGPASSWORD", "apiToken", "DB_PASS", "ENCRYPTION_KEY", "TOKEN2", "--api-key", "Authorization", "x-api-key"],
+    [
+        "PGPASSWORD",
+        "apiToken",
+        "DB_PASS",
+        "ENCRYPTION_KEY",
+        "TOKEN2",
+        "--api-key",
+        "Authorization",
+        "x-api-key",
+    ],
 )
 def test_secret_like_keys(key: str) -> None:
     assert secrets.secret_key(key)
 
 
 @pytest.mark.parametrize(
-    "key", ["SIGNING_KEY_PATH", "--max-prefill-tokens", "HF_TOKEN_FILE", "bypass", "key_id", "--enable-dynamic-batch-tokenizer"]
+    "key",
+    [
+        "SIGNING_KEY_PATH",
+        "--max-prefill-tokens",
+        "HF_TOKEN_FILE",
+        "bypass",
+        "key_id",
+        "--enable-dynamic-batch-tokenizer",
+    ],
 )
 def test_keys_naming_where_or_how_many_are_not_secrets(key: str) -> None:
     assert not secrets.secret_key(key)
@@ -195,7 +225,15 @@ def test_literals_where_a_secret_goes(value: str, kind: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["${X}", "${X:?required}", "Bearer ${X}", "${X:-${Y}}", "$$REGISTRAR_TOKEN", "Bearer $${env:TOKEN}", "/run/key.pem"],
+    [
+        "${X}",
+        "${X:?required}",
+        "Bearer ${X}",
+        "${X:-${Y}}",
+        "$$REGISTRAR_TOKEN",
+        "Bearer $${env:TOKEN}",
+        "/run/key.pem",
+    ],
 )
 def test_references_and_paths_are_not_literals(value: str) -> None:
     assert secrets.literal_in(value) is None
