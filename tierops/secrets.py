@@ -154,6 +154,7 @@ TOKEN_SHAPES: dict[str, str] = {
     "a PEM private key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
 }
 _SHAPES = re.compile("|".join(f"(?:{pattern})" for pattern in TOKEN_SHAPES.values()))
+_SHAPE_LIST = [(label, re.compile(pattern)) for label, pattern in TOKEN_SHAPES.items()]
 # `Authorization: x`, `Bearer x`, `Basic x`, `Token x`, `X-Api-Key: x`: the credential.
 _HEADER = re.compile(
     r"(?i)\b(?:authorization|proxy-authorization|x-api-key|api-key)\s*[:=]\s*"
@@ -305,8 +306,8 @@ _ASSIGNMENT = re.compile(
 
 def text_hits(text: str) -> Iterator[Hit]:
     """Every credential written into free text: argv words, healthchecks, inline configs."""
-    for label, pattern in TOKEN_SHAPES.items():
-        for match in re.finditer(pattern, text):
+    for label, compiled in _SHAPE_LIST:
+        for match in compiled.finditer(text):
             yield Hit(*match.span(), label)
     for match in _HEADER.finditer(text):
         group = "a" if match.group("a") else "b"

@@ -27,12 +27,17 @@ Path = tuple[Any, ...]
 INLINE = "<content>"
 
 
+# libyaml's loader and dumper when present: the property runs many mutations.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def load(text: str) -> Any:
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=_LOADER)  # _LOADER is a safe loader
 
 
 def dump(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000)
+    return yaml.dump(data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=10_000)
 
 
 def _inline(value: Any) -> Any:
@@ -40,7 +45,7 @@ def _inline(value: Any) -> Any:
     if not isinstance(value, str) or "\n" not in value:
         return None
     try:
-        parsed = yaml.safe_load(value)
+        parsed = load(value)
     except yaml.YAMLError:
         return None
     return parsed if isinstance(parsed, dict) else None
