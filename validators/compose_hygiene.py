@@ -50,6 +50,7 @@ from collections.abc import Iterator
 
 from tierops import interp, secrets
 from tierops.yamlload import YList, YMap
+from validators.collector import collector
 from validators.context import Context
 from validators.embedded import Embedded, embedded
 from validators.findings import Finding, Pos, error
@@ -291,22 +292,28 @@ def _config_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     configs = compose.data.get("configs")
     if not isinstance(configs, YMap):
         return
+    col = ctx.contract.telemetry["collector"]
     for name in configs:
         config = embedded(compose, str(name))
         if config is None:
             continue
-        parsed = config.parse_yaml(compose.path, ID) if config.text.lstrip()[:1].isalpha() else None
-        keyed = (
-            list(_yaml_keys(compose.path, config, str(name), parsed, ())) if isinstance(parsed, YMap) else []
+        # The collector's config is the one YAML config: its keys are read as keys (the
+        # parse is shared with the collector rules). The others are text (nginx, sh).
+        parsed = (
+            collector(compose, str(name), str(col["receiver"])) if str(name) == str(col["config"]) else None
         )
+        data = parsed.data if parsed is not None else None
+        keyed = list(_yaml_keys(compose.path, config, str(name), data, ())) if isinstance(data, YMap) else []
         yield from keyed
         # One secret, one finding: a line the key check named is not scanned again.
         named = {finding.line for finding in keyed}
         for number, line in enumerate(config.text.split("\n"), start=1):
             hit = next(secrets.text_hits(line), None)
             what = hit.what if hit is not None else _soft_secret_refs(line)
+            if what is None:
+                continue
             where = config.outer(Pos(number, (hit.start if hit else 0) + 1))
-            if what is not None and where.line not in named:
+            if where.line not in named:
                 yield error(
                     compose.path,
                     where,

@@ -51,7 +51,7 @@ PER_FILE_SECONDS = 2.0
         ),
         (
             '              device_ids:\n                - "0"\n                - "1"\n                - "2"\n                - "3"\n                - "4"\n',
-            "              device_ids: 5\n              old_ids:\n                - \"0\"\n                - \"1\"\n                - \"2\"\n                - \"3\"\n                - \"4\"\n",
+            '              device_ids: 5\n              old_ids:\n                - "0"\n                - "1"\n                - "2"\n                - "3"\n                - "4"\n',
             "dcgm-glm53 deploy.resources.reservations.devices[0].device_ids must be a list of strings, not a number",
         ),
     ],
