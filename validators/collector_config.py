@@ -173,7 +173,9 @@ def _scrape_shape(path: str, parsed: Collector, receiver: str) -> Iterator[Findi
             if key in job and not isinstance(job[key], kind):
                 yield error(path, parsed.node_pos(job, key), ID, f"scrape job {name} {key} must be {what}")
         statics = job.get("static_configs")
-        for number, static in enumerate(statics if isinstance(statics, YList) else ()):
+        if not isinstance(statics, YList):
+            continue
+        for number, static in enumerate(statics):
             where = f"scrape job {name} static_configs[{number}]"
             if not isinstance(static, YMap):
                 yield error(path, parsed.outer(statics.at(number)), ID, f"{where} must be a mapping")
