@@ -21,6 +21,7 @@ A soft default (`${VAR:-changeme}`) is literal text, and is judged as such.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -118,6 +119,11 @@ def secret_key(key: object) -> bool:
     """Whether a key, env name, label or flag names a secret."""
     if not isinstance(key, str):
         return False
+    return _secret_words(key)
+
+
+@functools.lru_cache(maxsize=8192)  # pure; the same keys recur in every service and file
+def _secret_words(key: str) -> bool:
     words = key_words(key)
     if not words or words[-1] in NOT_SECRET_LAST or _QUANTITY_WORDS.intersection(words):
         return False
