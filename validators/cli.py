@@ -18,7 +18,7 @@ from tierops.exitcodes import ExitCode, epilog
 from validators import formats
 from validators.context import load_context
 from validators.findings import Level
-from validators.registry import ALL_IDS, LOADER_ID, RULES
+from validators.registry import ALL_IDS, CHECKS, LOADER_ID, RULES
 from validators.runner import CAP, run
 
 DEFAULT_GLOB = "prod/*.yaml"
@@ -67,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--list-rules", action="store_true", help="print the rule ids and what each checks, then exit"
     )
+    parser.add_argument(
+        "--list-checks",
+        action="store_true",
+        help="print every check, family/check, each guarded by a test (tests/validators/test_guards.py), then exit",
+    )
     return parser
 
 
@@ -82,6 +87,9 @@ def main(
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.list_checks:
+        out.write("".join(f"{check}\n" for check in CHECKS))
+        return ExitCode.OK
     if args.list_rules:
         for rule_id in ALL_IDS:
             summary = (

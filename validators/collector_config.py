@@ -6,7 +6,8 @@ component a pipeline of `service.pipelines` names must be defined under `receive
 `processors` or `exporters` (and pipelines name at least one receiver and one
 exporter); every `${env:VAR}` it reads must be set in the collector service's
 environment, and each such reference is written `$${env:VAR}` in the compose file
-(with one `$`, compose would interpolate it itself).
+(with one `$`, compose would interpolate it itself); the scrape config's values have
+the types the collector reads (`static_configs: 5` is a finding, not a crash).
 
 This is a structural check only: the real collector (`otelcol-contrib validate`)
 cannot run here. With Docker, an operator validates the rendered config with the

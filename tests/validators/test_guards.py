@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.validators.conftest import ROOT
+from tests.validators.conftest import ROOT, run_cli
 from tests.validators.guard_cases import GUARDS, Guard
 from validators.context import Context, load_context
 from validators.findings import Finding
@@ -103,3 +103,8 @@ def test_silencing_the_check_loses_its_finding(
     family, attr = CHECKS[guard.check]
     monkeypatch.setattr(RULES[family], attr, _silent)
     assert _expected(guard) not in _findings(guard, ctx)
+
+
+def test_list_checks_prints_every_registered_check() -> None:
+    result = run_cli("--list-checks")
+    assert (result.code, result.out.splitlines()) == (0, list(CHECKS))
