@@ -63,6 +63,7 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
         yield parsed.problem._replace(rule=ID)
         return
     yield from _scrape_shape(path, parsed, str(col["receiver"]))
+    yield from _component_shape(path, parsed)
     yield from _pipelines(path, parsed)
     yield from _unescaped(compose, parsed, str(col["config"]))
     if service is not None:
@@ -202,3 +203,38 @@ def _scrape_shape(path: str, parsed: Collector, receiver: str) -> Iterator[Findi
                     ID,
                     f"{where}.labels must map label names to strings",
                 )
+
+
+def _component_shape(path: str, parsed: Collector) -> Iterator[Finding]:
+    """Each component is a mapping (or empty, for its defaults); attribute actions name a string key."""
+    assert parsed.data is not None
+    for kind in (*_KINDS, "extensions"):
+        section = parsed.data.get(kind)
+        if section is None:
+            continue
+        if not isinstance(section, YMap):
+            yield error(
+                path,
+                parsed.node_pos(parsed.data, kind),
+                ID,
+                f"collector config {kind} must be a mapping of components",
+            )
+            continue
+        for name, component in section.items():
+            if component is not None and not isinstance(component, YMap):
+                yield error(
+                    path,
+                    parsed.node_pos(section, name),
+                    ID,
+                    f"{kind[:-1]} {name} must be a mapping (or empty for its defaults)",
+                )
+                continue
+            attributes = component.get("attributes") if isinstance(component, YMap) else None
+            for index, action in enumerate(attributes if isinstance(attributes, YList) else ()):
+                if not (isinstance(action, YMap) and isinstance(action.get("key"), str)):
+                    yield error(
+                        path,
+                        parsed.outer(attributes.at(index)),
+                        ID,
+                        f"{kind[:-1]} {name} attributes[{index}] must be a mapping with a string key",
+                    )

@@ -2,7 +2,9 @@
 
 Checks, for every service: `container_name` equals the service key (the key is the
 DNS name other services use); the image is pinned `@sha256:` + 64 lowercase hex; no
-`build:`; command, environment and labels are readable in one of compose's spellings.
+`build:`; command, environment and labels are readable in one of compose's spellings,
+and a value of a type Compose refuses (`name: 5`, `healthcheck.interval: 30`, an
+unknown healthcheck or config key, a config mount's `target: 5`) is a finding.
 A generated file (its header says GENERATED FILE) carries no YAML anchors, aliases or
 merge keys: the byte-identical check and the reviewers read it literally.
 
@@ -69,6 +71,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     yield from _services_mapping(compose, ctx)
     yield from _shape(compose, ctx)
+    yield from _compose_types(compose, ctx)
     yield from _names(compose, ctx)
     yield from _images(compose, ctx)
     yield from _builds(compose, ctx)
@@ -96,6 +99,57 @@ def _shape(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     for service in compose:
         for pos, message in service.problems:
             yield error(compose.path, pos, ID, message)
+
+
+# Types Compose's schema requires where the canonical model passes a value through as
+# written (Docker Compose v2.40.3 refuses each with "must be a string" or "additional
+# properties not allowed"; a service config `target: 5` makes it panic).
+_HEALTHCHECK_KEYS = frozenset(
+    {"test", "interval", "timeout", "retries", "start_period", "start_interval", "disable"}
+)
+_HEALTHCHECK_DURATIONS = ("interval", "timeout", "start_period", "start_interval")
+_CONFIG_KEYS = frozenset({"file", "environment", "content", "external", "name", "labels", "template_driver"})
+_MOUNT_STRINGS = ("source", "target", "uid", "gid")
+
+
+def _compose_types(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:  # noqa: PLR0912 (one branch per key)
+    """Values of the wrong type that Compose refuses and the model keeps as written."""
+    path, data = compose.path, compose.data
+    if "name" in data and not isinstance(data["name"], str):
+        yield error(path, data.at("name"), ID, "top-level name must be a string (the project name)")
+    configs = data.get("configs")
+    for name, entry in configs.items() if isinstance(configs, YMap) else ():
+        if not isinstance(entry, YMap):
+            continue  # the model reports a non-mapping entry
+        for key in entry:
+            if key not in _CONFIG_KEYS and not str(key).startswith("x-"):
+                yield error(path, entry.at(key), ID, f"configs.{name} has no key `{key}`; compose refuses it")
+    for service in compose:
+        raw = service.data
+        check = raw.get("healthcheck")
+        if isinstance(check, YMap):
+            for key in check:
+                if key not in _HEALTHCHECK_KEYS and not str(key).startswith("x-"):
+                    yield error(
+                        path,
+                        check.at(key),
+                        ID,
+                        f"{service.name} healthcheck has no key `{key}`; compose refuses it",
+                    )
+                elif key in _HEALTHCHECK_DURATIONS and not isinstance(check[key], str):
+                    yield error(
+                        path,
+                        check.at(key),
+                        ID,
+                        f"{service.name} healthcheck.{key} must be a duration string such as 30s",
+                    )
+        mounts = raw.get("configs")
+        for index, mount in enumerate(mounts if isinstance(mounts, YList) else ()):
+            for key in _MOUNT_STRINGS if isinstance(mount, YMap) else ():
+                if key in mount and not isinstance(mount[key], str):
+                    yield error(
+                        path, mount.at(key), ID, f"{service.name} configs[{index}].{key} must be a string"
+                    )
 
 
 def _names(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:

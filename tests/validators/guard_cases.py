@@ -423,6 +423,15 @@ GUARDS: list[Guard] = [
         15,
         "model-sg-glm53-w4afp8-tp4-r1 deploy.resources.reservations.devices[0] must be a mapping",
     ),
+    # Compose refuses these; the model keeps them as written (found by the mutation sweep).
+    Guard(
+        "compose-hygiene/compose-types",
+        LONG,
+        edit("      interval: 30s\n", "      interval: 30\n", 1),
+        322,
+        7,
+        "model-proxy-registrar healthcheck.interval must be a duration string such as 30s",
+    ),
     Guard(
         "compose-hygiene/container-name",
         LONG,
@@ -517,6 +526,14 @@ GUARDS: list[Guard] = [
         536,
         17,
         "scrape job dcgm-glm53 static_configs must be a list of {targets, labels} mappings",
+    ),
+    Guard(
+        "collector-config/component-shape",
+        LONG,
+        edit("        batch:\n          timeout: 10s\n", "        batch: 5\n"),
+        561,
+        9,
+        "processor batch must be a mapping (or empty for its defaults)",
     ),
     Guard(
         "collector-config/pipelines",

@@ -54,8 +54,27 @@ PER_FILE_SECONDS = 2.0
             '              device_ids: 5\n              old_ids:\n                - "0"\n                - "1"\n                - "2"\n                - "3"\n                - "4"\n',
             "dcgm-glm53 deploy.resources.reservations.devices[0].device_ids must be a list of strings, not a number",
         ),
+        ("name: glm53\n", "name: 5\n", "top-level name must be a string (the project name)"),
+        (
+            "        target: /etc/dcgm-exporter/glm53-counters.csv\n",
+            "        target: 5\n",
+            "dcgm-glm53 configs[0].target must be a string",
+        ),
+        (
+            "        batch:\n          timeout: 10s\n",
+            "        batch: [5]\n",
+            "processor batch must be a mapping (or empty for its defaults)",
+        ),
     ],
-    ids=["static_configs-5", "devices-5", "dcgm-configs-5", "dcgm-device_ids-5"],
+    ids=[
+        "static_configs-5",
+        "devices-5",
+        "dcgm-configs-5",
+        "dcgm-device_ids-5",
+        "name-5",
+        "config-target-5",
+        "processor-5",
+    ],
 )
 def test_a_value_of_the_wrong_type_is_a_finding_not_a_crash(
     old: str, new: str, says: str, write_prod: Any
