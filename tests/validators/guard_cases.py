@@ -382,6 +382,54 @@ GUARDS: list[Guard] = [
         5,
         "DCGM counters lack the required field DCGM_FI_DEV_GPU_UTIL",
     ),
+    # `_csv` holds several checks; each branch gets its fault (a mutmut run on
+    # dcgm_metrics.py showed the others could be deleted with only one guarded).
+    Guard(
+        "dcgm-metrics/csv",
+        LONG,
+        edit("DCGM_FI_DEV_GPU_TEMP, gauge", "DCGM_FI_DEV_GPU_TEMP, histogram"),
+        467,
+        7,
+        "DCGM field DCGM_FI_DEV_GPU_TEMP type 'histogram' is not one of gauge, counter, label",
+    ),
+    Guard(
+        "dcgm-metrics/csv",
+        LONG,
+        edit("      DCGM_FI_DEV_FB_FREE, gauge", "      dcgm_fi_dev_fb_free, gauge"),
+        464,
+        7,
+        "DCGM field 'dcgm_fi_dev_fb_free' does not match ^DCGM_(FI|EXP)_[A-Z0-9_]+$",
+    ),
+    Guard(
+        "dcgm-metrics/csv",
+        LONG,
+        edit(
+            "command: [-f, /etc/dcgm-exporter/glm53-counters.csv]",
+            "command: [-f, /etc/dcgm-exporter/other.csv]",
+        ),
+        333,
+        5,
+        "dcgm-glm53 reads /etc/dcgm-exporter/other.csv but no config is mounted there",
+    ),
+    Guard(
+        "dcgm-metrics/csv",
+        LONG,
+        edit(
+            "command: [-f, /etc/dcgm-exporter/glm53-counters.csv]",
+            "command: [--collectors, /etc/dcgm-exporter/glm53-counters.csv]",
+        ),
+        332,
+        5,
+        "dcgm-glm53 command must be [-f, <counters csv path>], not ['--collectors', '/etc/dcgm-exporter/glm53-counters.csv']",
+    ),
+    Guard(
+        "dcgm-metrics/sys-admin",
+        LONG,
+        edit("    cap_add:\n      - SYS_ADMIN\n", "    cap_add:\n      - NET_ADMIN\n"),
+        330,
+        5,
+        "dcgm-glm53 lacks cap_add SYS_ADMIN, which the active DCGM_FI_PROF_* fields need (they would read as zero)",
+    ),
     Guard(
         "dcgm-metrics/sys-admin",
         LONG,

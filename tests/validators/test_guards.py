@@ -44,13 +44,14 @@ def _silent(*_args: Any, **_kwargs: Any) -> Iterator[Finding]:
     return []  # type: ignore[misc]  # `fields = yield from _csv(...)` reads this
 
 
-def _findings(guard: Guard, ctx: Context) -> set[tuple[int, int, str, str]]:
+def _findings(guard: Guard, ctx: Context) -> set[tuple[str, int, int, str, str]]:
     found = check_bytes(guard.text().encode("utf-8"), f"prod/{guard.file}", ctx)
-    return {(f.line, f.col, f.rule, f.message) for f in found}
+    return {(f.path, f.line, f.col, f.rule, f.message) for f in found}
 
 
-def _expected(guard: Guard) -> tuple[int, int, str, str]:
-    return (guard.line, guard.col, guard.rule, guard.message)
+def _expected(guard: Guard) -> tuple[str, int, int, str, str]:
+    # The path too: a mutant passing None for it survived the first mutmut run.
+    return (f"prod/{guard.file}", guard.line, guard.col, guard.rule, guard.message)
 
 
 def test_every_registered_check_has_a_guard_case() -> None:
