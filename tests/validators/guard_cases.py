@@ -423,6 +423,17 @@ GUARDS: list[Guard] = [
         "dcgm-glm53 command must be [-f, <counters csv path>], not ['--collectors', '/etc/dcgm-exporter/glm53-counters.csv']",
     ),
     Guard(
+        "dcgm-metrics/csv",
+        LONG,
+        edit(
+            "  dcgm_counters:\n    content: |\n",
+            "  dcgm_counters:\n    file: ./glm53-counters.csv\n    x-content: |\n",
+        ),
+        334,
+        9,
+        "dcgm-glm53 mounts config dcgm_counters, which has no inline content",
+    ),
+    Guard(
         "dcgm-metrics/sys-admin",
         LONG,
         edit("    cap_add:\n      - SYS_ADMIN\n", "    cap_add:\n      - NET_ADMIN\n"),

@@ -741,7 +741,7 @@ def test_single_mutation_is_caught_by_the_named_rule_at_the_offending_line(
     found = [
         (row["rule"], row["line"], row["col"], row["message"])
         for row in result.findings()
-        if row["level"] == mutation.level
+        if row["level"] == mutation.level and row["path"] == str(path)
     ]
     assert any(
         (rule, at, column) == (mutation.rule, line, col) and message.startswith(says)
