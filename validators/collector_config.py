@@ -230,7 +230,9 @@ def _component_shape(path: str, parsed: Collector) -> Iterator[Finding]:
                 )
                 continue
             attributes = component.get("attributes") if isinstance(component, YMap) else None
-            for index, action in enumerate(attributes if isinstance(attributes, YList) else ()):
+            if not isinstance(attributes, YList):
+                continue
+            for index, action in enumerate(attributes):
                 if not (isinstance(action, YMap) and isinstance(action.get("key"), str)):
                     yield error(
                         path,
