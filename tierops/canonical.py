@@ -1748,8 +1748,10 @@ def _all_gpus(deploy: dict[str, Any], host_gpus: int) -> dict[str, Any]:
         if isinstance(section, dict) and isinstance(section.get("devices"), list):
             devices = []
             for device in section["devices"]:
+                ids = device.get("device_ids") if isinstance(device, dict) else None
+                # A non-list device_ids is already a problem of the model (wrong type): never a crash.
                 if isinstance(device, dict) and (
-                    device.get("count") == -1 or sorted(device.get("device_ids") or [], key=str) == every
+                    device.get("count") == -1 or (isinstance(ids, list) and sorted(ids, key=str) == every)
                 ):
                     whole = {k: v for k, v in device.items() if k not in ("count", "device_ids")}
                     whole["gpus"] = "all"

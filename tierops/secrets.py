@@ -21,10 +21,14 @@ A soft default (`${VAR:-changeme}`) is literal text, and is judged as such.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from collections.abc import Iterator
+from typing import NamedTuple
+
+from tierops import interp
 
 # Words that make a key secret-like, whole words after splitting (`api_key`, `apiKey`).
 SECRET_WORDS = frozenset(
@@ -107,12 +111,21 @@ def key_words(key: str) -> list[str]:
     return words
 
 
+# Words that make a key a quantity (`--max-prefill-tokens`, `NUM_TOKENS`), never a secret.
+_QUANTITY_WORDS = frozenset({"max", "min", "num", "limit", "budget", "chunk", "batch"})
+
+
 def secret_key(key: object) -> bool:
     """Whether a key, env name, label or flag names a secret."""
     if not isinstance(key, str):
         return False
+    return _secret_words(key)
+
+
+@functools.lru_cache(maxsize=8192)  # pure; the same keys recur in every service and file
+def _secret_words(key: str) -> bool:
     words = key_words(key)
-    if not words or words[-1] in NOT_SECRET_LAST:
+    if not words or words[-1] in NOT_SECRET_LAST or _QUANTITY_WORDS.intersection(words):
         return False
     for word in words:
         if word in _NOT_SECRET_WORDS:
@@ -147,13 +160,16 @@ TOKEN_SHAPES: dict[str, str] = {
     "a PEM private key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
 }
 _SHAPES = re.compile("|".join(f"(?:{pattern})" for pattern in TOKEN_SHAPES.values()))
+_SHAPE_LIST = [(label, re.compile(pattern)) for label, pattern in TOKEN_SHAPES.items()]
 # `Authorization: x`, `Bearer x`, `Basic x`, `Token x`, `X-Api-Key: x`: the credential.
 _HEADER = re.compile(
     r"(?i)\b(?:authorization|proxy-authorization|x-api-key|api-key)\s*[:=]\s*"
     r"(?:(?:bearer|basic|token)\s+)?(?P<a>[^\s\"',;}\]]+)"
     r"|\b(?:bearer|basic)\s+(?P<b>[A-Za-z0-9._~+/=-]{8,})"
 )
-_RUN = re.compile(r"[A-Za-z0-9+/=_-]{24,}")
+_MIN_RUN = 24
+_RUN = re.compile(r"[A-Za-z0-9+/=_.-]{24,}")
+_PIECES = re.compile(r"[-_/.]+")
 _HEX_DIGEST = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 ENTROPY_BITS = 3.5
 
@@ -168,14 +184,18 @@ def entropy(text: str) -> float:
 def high_entropy(run: str) -> bool:
     """A long random-looking run: letters and digits mixed, 3.5 bits a character or more.
 
-    Commit ids and sha256 digests (40 or 64 lower-case hex) are excluded: image pins and
-    snapshot paths are full of them, and they are never secrets.
+    Judged on the longest piece between `-`, `_`, `/` and `.`, which must be 24 or more
+    characters: hyphenated names (`fc91d24-long-context-w4afp8-c8192-...`, container
+    names, snapshot paths) are long and varied too, but made of short words. Commit ids
+    and sha256 digests (40 or 64 lower-case hex) are excluded: image pins and snapshot
+    paths are full of them, and they are never secrets.
     """
-    if _HEX_DIGEST.match(run) or run.startswith("sha256"):
+    piece = max(_PIECES.split(run), key=len)
+    if len(piece) < _MIN_RUN or _HEX_DIGEST.match(piece) or piece.startswith("sha256"):
         return False
-    if not (re.search(r"[0-9]", run) and re.search(r"[A-Za-z]", run)):
+    if not (re.search(r"[0-9]", piece) and re.search(r"[A-Za-z]", piece)):
         return False
-    return entropy(run) >= ENTROPY_BITS
+    return entropy(piece) >= ENTROPY_BITS
 
 
 def token_shape(text: str) -> str | None:
@@ -208,3 +228,114 @@ def looks_secret(value: str) -> bool:
 def token_regex() -> str:
     """One regex matching every token shape (the `token-shapes` pre-commit hook's entry)."""
     return "|".join(pattern for pattern in TOKEN_SHAPES.values() if not pattern.startswith("-----"))
+
+
+# --------------------------------------------------------------------------- literals
+
+
+# Soft-default values that say "no secret here" rather than guess one: a declared soft
+# default of a secret-like key (the collector's MONITORING_INGEST_TOKEN, SPEC 5) may use
+# only these. `changeme` is a password, not a placeholder.
+PLACEHOLDERS = frozenset({"", "unset"})
+
+
+class Literal(NamedTuple):
+    """Literal text where a secret goes (the text itself is kept for the caller's
+    placeholder test only; it is never printed)."""
+
+    kind: str  # "literal" (the value itself) or "soft-default" (`${X:-text}`'s text)
+    variable: str | None  # the referenced variable of a soft default
+    text: str
+
+
+_SOFT = frozenset({":-", "-", ":+", "+"})
+
+
+_COLLECTOR_ENV = re.compile(r"\$\{env:(?=[A-Za-z_])")
+
+
+def _plain(text: str) -> str:
+    """References in one spelling: `$$X` (a shell's or the collector's, escaped for
+    compose) and the collector's `${env:X}` read as `${X}` does."""
+    return _COLLECTOR_ENV.sub("${", text.replace("$$", "$"))
+
+
+def _literal_text(text: str) -> str:
+    """`text` without its top-level references and an auth scheme word: what is literal."""
+    text = _plain(text)
+    found, _bad = interp.scan(text)
+    rest, last = [], 0
+    for ref in found:
+        if ref.depth == 0:
+            rest.append(text[last : ref.start])
+            last = ref.end
+    rest.append(text[last:])
+    literal = _SCHEME_PREFIX.sub("", "".join(rest)).strip()
+    # A path names where the secret is (a mounted file), not the secret.
+    if literal.startswith("/") and not any(char.isspace() for char in literal):
+        return ""
+    return literal
+
+
+def literal_in(value: str) -> Literal | None:
+    """The literal a secret-like key's value carries, if any: itself, or a soft default.
+
+    `${X}`, `${X:?message}`, `Bearer ${X}` and `${X:-${Y}}` carry none; `changeme`,
+    `${X:-changeme}` and `${X:+changeme}` do (a soft default is the value whenever the
+    host lacks X).
+    """
+    value = _plain(value)
+    found, _bad = interp.scan(value)
+    for ref in found:
+        if ref.operator in _SOFT:
+            operand = value[ref.start + 2 + len(ref.name) + len(ref.operator) : ref.end - 1]
+            literal = _literal_text(operand)
+            if literal or operand == "":
+                return Literal("soft-default", ref.name, literal)
+    literal = _literal_text(value)
+    return Literal("literal", None, literal) if literal else None
+
+
+class Hit(NamedTuple):
+    """A credential inside free text: where (character offsets) and what kind; never the text."""
+
+    start: int
+    end: int
+    what: str
+
+
+# `NAME=value` (shell, env files, URLs' query strings) with a secret-like NAME.
+_ASSIGNMENT = re.compile(
+    r"(?<![\w$.-])(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=(?P<value>\"[^\"]*\"|'[^']*'|[^\s;&|)]+)"
+)
+
+
+# What every hit needs somewhere in the text: a shape's prefix, a header or scheme word,
+# an `=`, or a run long enough to be a token. Most words have none of them, and one
+# search rules them out (the validators scan every word of every file).
+_CANDIDATE = re.compile(
+    r"hf_|gh[pousr]_|github_pat_|sk-|AKIA|ASIA|xox|glpat-|eyJ|-----BEGIN|=|"
+    r"(?i:authorization|api-key|bearer|basic)|[A-Za-z0-9+/=_.-]{24}"
+)
+
+
+def text_hits(text: str) -> Iterator[Hit]:
+    """Every credential written into free text: argv words, healthchecks, inline configs."""
+    if not _CANDIDATE.search(text):
+        return
+    for label, compiled in _SHAPE_LIST:
+        for match in compiled.finditer(text):
+            yield Hit(*match.span(), label)
+    for match in _HEADER.finditer(text):
+        group = "a" if match.group("a") else "b"
+        value = match.group(group)
+        # A value starting with `$` is a reference (the match stops at its `}`).
+        if value and not value.startswith("$") and _literal_text(value):
+            yield Hit(*match.span(group), "an Authorization credential")
+    for match in _ASSIGNMENT.finditer(text):
+        name, value = match.group("name"), match.group("value").strip("\"'")
+        if secret_key(name) and literal_in(value) is not None:
+            yield Hit(*match.span("value"), f"a literal {name}")
+    for match in _RUN.finditer(text):
+        if high_entropy(match.group()):
+            yield Hit(*match.span(), "a high-entropy token")

@@ -18,10 +18,16 @@ from tierops.exitcodes import ExitCode, epilog
 from validators import formats
 from validators.context import load_context
 from validators.findings import Level
-from validators.registry import ALL_IDS, LOADER_ID, RULES
-from validators.runner import run
+from validators.registry import ALL_IDS, CHECKS, LOADER_ID, RULES
+from validators.runner import CAP, run
 
 DEFAULT_GLOB = "prod/*.yaml"
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of findings")
+    return int(text)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,7 +58,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too (exit 1)")
     parser.add_argument(
+        "--max-findings",
+        type=_count,
+        default=CAP,
+        metavar="N",
+        help=f"per file, show the first N findings and then one that counts the rest; 0 shows all (default: {CAP})",
+    )
+    parser.add_argument(
         "--list-rules", action="store_true", help="print the rule ids and what each checks, then exit"
+    )
+    parser.add_argument(
+        "--list-checks",
+        action="store_true",
+        help="print every check, family/check, each guarded by a test (tests/validators/test_guards.py), then exit",
     )
     return parser
 
@@ -69,6 +87,9 @@ def main(
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.list_checks:
+        out.write("".join(f"{check}\n" for check in CHECKS))
+        return ExitCode.OK
     if args.list_rules:
         for rule_id in ALL_IDS:
             summary = (
@@ -84,14 +105,33 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"no files to check: {DEFAULT_GLOB} matched nothing; run from the repository root or name files"
         )
     selected = [rule for rule in RULES if not args.rule or rule in args.rule]
-    report = run([(path, str(path)) for path in files], load_context(), selected)
+    report = run([(path, str(path)) for path in files], load_context(), selected, cap=args.max_findings)
     name = formats.resolve(args.format, dict(os.environ))
-    out.write(formats.FORMATTERS[name](report.findings))
-    summary = formats.summary(report.files, report.findings)
-    for problem in report.unreadable:
-        err.write(f"error: {problem}\n")
-    (err if name == "json" else out).write(summary + "\n")
     if report.unreadable:
-        return ExitCode.USAGE
-    failing = report.count(Level.ERROR) + (report.count(Level.WARNING) if args.strict else 0)
-    return ExitCode.FINDINGS if failing else ExitCode.OK
+        code = ExitCode.USAGE
+    else:
+        failing = report.count(Level.ERROR) + (report.count(Level.WARNING) if args.strict else 0)
+        code = ExitCode.FINDINGS if failing else ExitCode.OK
+    summary = formats.summary(report.files, report.findings, report.omitted)
+    try:
+        out.write(formats.FORMATTERS[name](report.findings))
+        for problem in report.unreadable:
+            err.write(f"error: {problem}\n")
+        (err if name == "json" else out).write(summary + "\n")
+        out.flush()
+    except BrokenPipeError:
+        # `python -m validators | head -1`: the reader has what it wanted. End quietly with
+        # the run's own exit code; point stdout at /dev/null so the interpreter's final
+        # flush does not raise again.
+        _silence(out)
+    return code
+
+
+def _silence(out: TextIO) -> None:
+    try:
+        fileno = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test's StringIO): nothing will flush it at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)

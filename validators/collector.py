@@ -98,7 +98,9 @@ def _jobs(config: Embedded, data: YMap, receiver: str) -> Collector:
                 data=item,
                 pos=config.outer(item.at("job_name") if "job_name" in item else scrape.at(index)),
             )
-            for static in item.get("static_configs") or ():
+            statics = item.get("static_configs")
+            # A wrong type here is collector-config's finding, not a crash (issue 10).
+            for static in statics if isinstance(statics, YList) else ():
                 if not isinstance(static, YMap):
                     continue
                 targets = static.get("targets")

@@ -2,11 +2,29 @@
 
 Checks, for every service: `container_name` equals the service key (the key is the
 DNS name other services use); the image is pinned `@sha256:` + 64 lowercase hex; no
-`build:`; environment keys that name a secret (TOKEN, SECRET, PASSWORD, KEY) hold a
-`${...}` reference, and no value anywhere in env or argv looks like a token; command,
-environment and labels are readable in one of compose's spellings. A generated file
-(its header says GENERATED FILE) carries no YAML anchors, aliases or merge keys: the
-byte-identical check and the reviewers read it literally.
+`build:`; command, environment and labels are readable in one of compose's spellings,
+and a value of a type Compose refuses (`name: 5`, `healthcheck.interval: 30`, an
+unknown healthcheck or config key, a config mount's `target: 5`) is a finding.
+A generated file (its header says GENERATED FILE) carries no YAML anchors, aliases or
+merge keys: the byte-identical check and the reviewers read it literally.
+
+**No secret written literally anywhere a secret goes** (issue 10; what a secret looks
+like is tierops/secrets.py, shared with the diff and the release tools):
+
+- an env value, label value or flag value whose key names a secret (token, secret,
+  password/passwd/pass, key, credential, auth, bearer, ...; `PGPASSWORD`, `apiToken`,
+  `DB_PASS`, `ENCRYPTION_KEY`, `TOKEN2`, `--api-key`) holds only `${VAR}` references;
+- no soft default `${VAR:-text}` (or `:+`, `-`, `+`) for such a key or a secret-like
+  VAR anywhere: the text is the secret whenever the host lacks VAR. Only the soft
+  defaults the contract declares for the collector may stay, with a placeholder
+  (`unset` or empty);
+- no Authorization/Bearer credential, `NAME=literal` with a secret-like NAME, token
+  shape (`hf_`, `ghp_`, `sk-`, AWS, Slack, GitLab, JWT, PEM) or high-entropy run in any
+  argv word (command, entrypoint, healthcheck test), env or label value, or inline
+  config (`configs.*.content`, the collector's included: there a secret-like key holds
+  only `${env:VAR}` references).
+
+A finding names the service or config, the key and the place; it never prints the value.
 
 Passing example::
 
@@ -22,17 +40,23 @@ Failing example::
       image: docker.io/nearaidev/vllm-proxy-rs:latest     # not pinned by digest
       container_name: proxy                               # differs from the key
       environment:
-        PROXY_API_TOKEN: pasted-secret-value                # literal secret
+        PROXY_API_TOKEN: ${PROXY_API_TOKEN:-changeme}     # a soft default: a literal secret
+      healthcheck:
+        test: [CMD, curl, -H, "Authorization: Bearer <literal>", http://localhost:8000/health]
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
-from tierops.yamlload import YMap
+from tierops import interp, secrets
+from tierops.yamlload import YList, YMap
+from validators.collector import collector
 from validators.context import Context
-from validators.findings import Finding, error
+from validators.embedded import Embedded, embedded
+from validators.findings import Finding, Pos, error
 from validators.model import ComposeFile, Service
 
 ID = "compose-hygiene"
@@ -40,151 +64,345 @@ SUMMARY = "container_name = key, images pinned by digest, no build:, no literal 
 
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _ANY_DIGEST = re.compile(r"@sha256:(?P<hex>.*)$")
-_SECRET_KEY = re.compile(r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|KEY|APIKEY|CREDENTIALS?)(?:_|$)")
-# A key naming where a secret lives (a path, a file, an id) is not itself a secret.
-_NOT_SECRET_SUFFIX = re.compile(r"_(?:PATH|FILE|DIR|ID|NAME|URL|HEADER)$")
-_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*(?:(?::?[-?+])(?P<rest>[^}]*))?\}$")
-# Shapes of real credentials: Hugging Face, GitHub, OpenAI-style, Slack, AWS, PEM.
-_TOKEN_SHAPES = re.compile(
-    r"hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-)
-# A long opaque word with letters and digits and no path or URL punctuation.
-_OPAQUE = re.compile(r"^(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_\-+=]{32,}$")
-_HEX_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-_SECRET_FLAG = re.compile(r"-(?:key|token|secret|password)$", re.IGNORECASE)
 GENERATED_MARK = "GENERATED FILE"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    path = compose.path
-    services = compose.data.get("services")
-    if not isinstance(services, YMap):
-        yield error(path, compose.services_pos(), ID, "no `services:` mapping; a compose file needs one")
+    yield from _services_mapping(compose, ctx)
+    yield from _shape(compose, ctx)
+    yield from _compose_types(compose, ctx)
+    yield from _names(compose, ctx)
+    yield from _images(compose, ctx)
+    yield from _builds(compose, ctx)
+    yield from _env_secrets(compose, ctx)
+    yield from _label_secrets(compose, ctx)
+    yield from _argv_secrets(compose, ctx)
+    yield from _config_secrets(compose, ctx)
+    yield from _yaml_tricks(compose, ctx)
+
+
+# -- the checks, each addressable (registry.CHECKS; tests/validators/test_guards.py) ----
+
+
+def _services_mapping(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    if not isinstance(compose.data.get("services"), YMap):
+        yield error(
+            compose.path, compose.services_pos(), ID, "no `services:` mapping; a compose file needs one"
+        )
+
+
+def _shape(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    """What the canonical model could not read in compose's spellings (wrong types included)."""
     for pos, message in compose.project.problems:
-        yield error(path, pos, ID, message)
+        yield error(compose.path, pos, ID, message)
     for service in compose:
         for pos, message in service.problems:
-            yield error(path, pos, ID, message)
-        yield from _name(path, service)
-        yield from _image(path, service)
-        if "build" in service.data:
+            yield error(compose.path, pos, ID, message)
+
+
+# Types Compose's schema requires where the canonical model passes a value through as
+# written (Docker Compose v2.40.3 refuses each with "must be a string" or "additional
+# properties not allowed"; a service config `target: 5` makes it panic).
+_HEALTHCHECK_KEYS = frozenset(
+    {"test", "interval", "timeout", "retries", "start_period", "start_interval", "disable"}
+)
+_HEALTHCHECK_DURATIONS = ("interval", "timeout", "start_period", "start_interval")
+_CONFIG_KEYS = frozenset({"file", "environment", "content", "external", "name", "labels", "template_driver"})
+_MOUNT_STRINGS = ("source", "target", "uid", "gid")
+
+
+def _compose_types(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:  # noqa: PLR0912 (one branch per key)
+    """Values of the wrong type that Compose refuses and the model keeps as written."""
+    path, data = compose.path, compose.data
+    if "name" in data and not isinstance(data["name"], str):
+        yield error(path, data.at("name"), ID, "top-level name must be a string (the project name)")
+    configs = data.get("configs")
+    for name, entry in configs.items() if isinstance(configs, YMap) else ():
+        if not isinstance(entry, YMap):
+            continue  # the model reports a non-mapping entry
+        for key in entry:
+            if key not in _CONFIG_KEYS and not str(key).startswith("x-"):
+                yield error(path, entry.at(key), ID, f"configs.{name} has no key `{key}`; compose refuses it")
+    for service in compose:
+        raw = service.data
+        check = raw.get("healthcheck")
+        if isinstance(check, YMap):
+            for key in check:
+                if key not in _HEALTHCHECK_KEYS and not str(key).startswith("x-"):
+                    yield error(
+                        path,
+                        check.at(key),
+                        ID,
+                        f"{service.name} healthcheck has no key `{key}`; compose refuses it",
+                    )
+                elif key in _HEALTHCHECK_DURATIONS and not isinstance(check[key], str):
+                    yield error(
+                        path,
+                        check.at(key),
+                        ID,
+                        f"{service.name} healthcheck.{key} must be a duration string such as 30s",
+                    )
+        mounts = raw.get("configs")
+        for index, mount in enumerate(mounts if isinstance(mounts, YList) else ()):
+            for key in _MOUNT_STRINGS if isinstance(mount, YMap) else ():
+                if key in mount and not isinstance(mount[key], str):
+                    yield error(
+                        path, mount.at(key), ID, f"{service.name} configs[{index}].{key} must be a string"
+                    )
+
+
+def _names(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    path = compose.path
+    for service in compose:
+        name = service.get("container_name")
+        if name is None:
+            yield error(
+                path, service.pos, ID, f"{service.name} has no container_name; set it to the service key"
+            )
+        elif str(name) != service.name:
             yield error(
                 path,
+                service.at("container_name"),
+                ID,
+                f"container_name '{name}' differs from the service key '{service.name}'; other services reach it by the key",
+            )
+
+
+def _images(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    path = compose.path
+    for service in compose:
+        image = service.get("image")
+        if image is None:
+            if "build" not in service.data:
+                yield error(path, service.pos, ID, f"{service.name} has no image")
+            continue
+        text = str(image)
+        if DIGEST.search(text):
+            continue
+        match = _ANY_DIGEST.search(text)
+        if match:
+            yield error(
+                path,
+                service.at("image"),
+                ID,
+                f"{service.name} image digest is malformed; expected @sha256: and 64 lowercase hex",
+            )
+        else:
+            yield error(
+                path,
+                service.at("image"),
+                ID,
+                f"{service.name} image '{text}' is not pinned by digest (@sha256:<64 hex>)",
+            )
+
+
+def _builds(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    for service in compose:
+        if "build" in service.data:
+            yield error(
+                compose.path,
                 service.at("build"),
                 ID,
                 f"{service.name} has `build:`; production runs pinned images only",
             )
-        yield from _secrets(path, service)
-    if GENERATED_MARK in "\n".join(compose.doc.lines[:5]):
-        for pos in compose.doc.loaded.anchors:
-            yield error(
-                path, pos, ID, "YAML anchor in a generated file; the generator must write every value out"
-            )
-        for pos in compose.doc.loaded.aliases:
-            yield error(
-                path, pos, ID, "YAML alias in a generated file; the generator must write every value out"
-            )
-        for pos in compose.doc.loaded.merges:
-            yield error(
-                path,
-                pos,
-                ID,
-                "YAML merge key `<<` in a generated file; the generator must write every value out",
-            )
 
 
-def _name(path: str, service: Service) -> Iterator[Finding]:
-    name = service.get("container_name")
-    if name is None:
-        yield error(path, service.pos, ID, f"{service.name} has no container_name; set it to the service key")
-    elif str(name) != service.name:
-        yield error(
-            path,
-            service.at("container_name"),
-            ID,
-            f"container_name '{name}' differs from the service key '{service.name}'; other services reach it by the key",
-        )
-
-
-def _image(path: str, service: Service) -> Iterator[Finding]:
-    image = service.get("image")
-    if image is None:
-        if "build" not in service.data:
-            yield error(path, service.pos, ID, f"{service.name} has no image")
+def _yaml_tricks(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    if GENERATED_MARK not in "\n".join(compose.doc.lines[:5]):
         return
-    text = str(image)
-    if DIGEST.search(text):
-        return
-    match = _ANY_DIGEST.search(text)
-    if match:
-        yield error(
-            path,
-            service.at("image"),
-            ID,
-            f"{service.name} image digest '{match.group('hex')}' is malformed; expected @sha256: and 64 lowercase hex",
-        )
-    else:
-        yield error(
-            path,
-            service.at("image"),
-            ID,
-            f"{service.name} image '{text}' is not pinned by digest (@sha256:<64 hex>)",
-        )
-
-
-def _secrets(path: str, service: Service) -> Iterator[Finding]:
-    for key, value in service.env.items():
-        pos = service.env_pos.get(key, service.at("environment"))
-        if value is None or value == "":
-            continue
-        if looks_like_token(value):
+    loaded = compose.doc.loaded
+    for kind, positions in (
+        ("YAML anchor", loaded.anchors),
+        ("YAML alias", loaded.aliases),
+        ("YAML merge key `<<`", loaded.merges),
+    ):
+        for pos in positions:
             yield error(
-                path,
-                pos,
-                ID,
-                f"{service.name} env {key} holds a literal credential; pass it as ${{VAR}} from the host",
+                compose.path, pos, ID, f"{kind} in a generated file; the generator must write every value out"
             )
-            continue
-        if _SECRET_KEY.search(key.upper()) and not _NOT_SECRET_SUFFIX.search(key.upper()):
-            match = _REFERENCE.match(value)
-            if match is None:
+
+
+# -- secrets --------------------------------------------------------------------------
+
+
+def _declared_soft(compose: ComposeFile, service: Service, ctx: Context) -> frozenset[str]:
+    """Env keys the contract lets this service default softly (the collector's, SPEC 5)."""
+    col = ctx.contract.telemetry.get("collector") or {}
+    if service.name != str(col.get("service")):
+        return frozenset()
+    return frozenset(str(key) for key in col.get("soft_default_env") or ())
+
+
+@functools.lru_cache(maxsize=8192)  # pure; values repeat across replicas and files
+def _keyed(key: str, value: str, allowed_soft: bool) -> str | None:
+    """Why a secret-like key's value is a literal secret, or None (never the value)."""
+    literal = secrets.literal_in(value)
+    if literal is None:
+        return None
+    if literal.kind == "soft-default":
+        if allowed_soft and literal.text in secrets.PLACEHOLDERS:
+            return None
+        return (
+            f"has a soft default for ${{{literal.variable}}}, a literal secret whenever the host lacks it; "
+            f"write ${{{literal.variable}:?{literal.variable} is required}}"
+        )
+    var = key if _ENV_NAME.match(key) else "VAR"
+    return f"holds a literal value; pass it from the host: ${{{var}:?{var} is required}}"
+
+
+@functools.lru_cache(maxsize=8192)  # pure; values repeat across replicas and files
+def _soft_secret_refs(text: str) -> str | None:
+    """A soft default of a secret-like variable inside any text: `${PROXY_API_TOKEN:-changeme}`."""
+    found, _bad = interp.scan(text)
+    for ref in found:
+        if ref.operator in {":-", "-", ":+", "+"} and secrets.secret_key(ref.name):
+            literal = secrets.literal_in(text[ref.start : ref.end])
+            if literal is not None:
+                return f"a soft default for ${{{ref.name}}} (a literal secret whenever the host lacks it)"
+    return None
+
+
+@functools.lru_cache(maxsize=8192)  # pure; values repeat across replicas and files
+def _free_text(text: str) -> str | None:
+    """What credential free text carries (a token, a header, a soft default), if any."""
+    hit = next(secrets.text_hits(text), None)
+    if hit is not None:
+        return hit.what
+    return _soft_secret_refs(text)
+
+
+def _env_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    for service in compose:
+        declared = _declared_soft(compose, service, ctx)
+        for key, value in service.env.items():
+            if not isinstance(value, str) or value == "":
+                continue
+            pos = service.env_pos.get(key, service.at("environment"))
+            if secrets.secret_key(key):
+                why = _keyed(key, value, key in declared)
+                if why is not None:
+                    yield error(compose.path, pos, ID, f"{service.name} env {key} names a secret and {why}")
+                continue
+            what = _free_text(value)
+            if what is not None:
                 yield error(
-                    path,
+                    compose.path,
                     pos,
                     ID,
-                    f"{service.name} env {key} names a secret but holds a literal value; use ${{{key}}}",
+                    f"{service.name} env {key} carries {what}; pass it from the host env",
                 )
-    if service.tokens:
-        for index, token in enumerate(service.tokens):
-            flag_value = None
-            if token.text.startswith("--") and "=" in token.text:
-                flag, flag_value = token.text.split("=", 1)
-            else:
-                flag = token.text
-                if index + 1 < len(service.tokens):
-                    flag_value = service.tokens[index + 1].text
-            if _TOKEN_SHAPES.search(token.text) or (
-                flag.startswith("--")
-                and _SECRET_FLAG.search(flag)
-                and flag_value
-                and not flag_value.startswith(("$", "-"))
-            ):
+
+
+def _label_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    for service in compose:
+        for key, value in service.labels.items():
+            if not isinstance(value, str) or value == "":
+                continue
+            pos = service.label_pos.get(key, service.at("labels"))
+            why = _keyed(key, value, False) if secrets.secret_key(key) else None
+            what = None if why else _free_text(value)
+            if why or what:
+                detail = f"names a secret and {why}" if why else f"carries {what}"
+                yield error(compose.path, pos, ID, f"{service.name} label {key} {detail}")
+
+
+def _argv_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    """Every argv a service runs: command, entrypoint, healthcheck test."""
+    for service in compose:
+        for where, path in (
+            ("command", ("command",)),
+            ("entrypoint", ("entrypoint",)),
+            ("healthcheck test", ("healthcheck", "test")),
+        ):
+            words = service.value(*path)
+            if isinstance(words, str):
+                words = [words]
+            if not isinstance(words, list):
+                continue
+            for index, word in enumerate(words):
+                if not isinstance(word, str):
+                    continue
+                flag, equals, attached = word.partition("=")
+                following = words[index + 1] if index + 1 < len(words) else None
+                value = attached if equals else following
+                if (
+                    flag.startswith("--")
+                    and secrets.secret_key(flag)
+                    and isinstance(value, str)
+                    and not value.startswith("-")
+                    and secrets.literal_in(value) is not None
+                ):
+                    what: str | None = f"a literal {flag} value"
+                else:
+                    what = _free_text(word)
+                if what is not None:
+                    yield error(
+                        compose.path,
+                        service.at(*path, index),
+                        ID,
+                        f"{service.name} {where} word {index + 1} carries {what}; pass it from the host env",
+                    )
+
+
+def _config_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    """Inline configs (`configs.*.content`): nginx, the registrar script, the collector."""
+    configs = compose.data.get("configs")
+    if not isinstance(configs, YMap):
+        return
+    col = ctx.contract.telemetry["collector"]
+    for name in configs:
+        config = embedded(compose, str(name))
+        if config is None:
+            continue
+        # The collector's config is the one YAML config: its keys are read as keys (the
+        # parse is shared with the collector rules). The others are text (nginx, sh).
+        parsed = (
+            collector(compose, str(name), str(col["receiver"])) if str(name) == str(col["config"]) else None
+        )
+        data = parsed.data if parsed is not None else None
+        keyed = list(_yaml_keys(compose.path, config, str(name), data, ())) if isinstance(data, YMap) else []
+        yield from keyed
+        # One secret, one finding: a line the key check named is not scanned again.
+        named = {finding.line for finding in keyed}
+        for number, line in enumerate(config.text.split("\n"), start=1):
+            hit = next(secrets.text_hits(line), None)
+            what = hit.what if hit is not None else _soft_secret_refs(line)
+            if what is None:
+                continue
+            where = config.outer(Pos(number, (hit.start if hit else 0) + 1))
+            if where.line not in named:
                 yield error(
-                    path,
-                    token.pos,
+                    compose.path,
+                    where,
                     ID,
-                    f"{service.name} command carries a literal secret; pass it from the host env",
+                    f"configs.{name}.content line {number} carries {what}; read it from the environment",
                 )
 
 
-def looks_like_token(value: str) -> bool:
-    """A credential-shaped value (a `${VAR:-default}` is judged by its default)."""
-    reference = _REFERENCE.match(value)
-    if reference:
-        default = reference.group("rest")
-        return bool(default and looks_like_token(default))
-    if _TOKEN_SHAPES.search(value):
-        return True
-    # Commit ids and sha256 digests are long hex words too, and never secrets here.
-    return bool(_OPAQUE.match(value)) and not _HEX_ID.match(value)
+def _yaml_keys(
+    path: str, config: Embedded, name: str, node: object, trail: tuple[str, ...]
+) -> Iterator[Finding]:
+    """A YAML config's secret-like keys hold only references (`$${env:VAR}` in the file)."""
+    if isinstance(node, YMap):
+        for key, value in node.items():
+            here = (*trail, str(key))
+            # A bare `key:` is a field name (the collector's attribute `key: host.name`).
+            if isinstance(value, str) and str(key) != "key" and secrets.secret_key(str(key)):
+                why = _keyed(str(key), value, False)
+                if why is not None and "soft default" not in why:
+                    why = (
+                        "holds a literal value; write $${env:VAR} and set VAR in the collector's environment"
+                    )
+                if why is not None:
+                    yield error(
+                        path,
+                        config.outer(node.at(str(key))),
+                        ID,
+                        f"configs.{name}.content {'.'.join(here)} names a secret and {why}",
+                    )
+            else:
+                yield from _yaml_keys(path, config, name, value, here)
+    elif isinstance(node, YList):
+        for index, item in enumerate(node):
+            yield from _yaml_keys(path, config, name, item, (*trail, str(index)))

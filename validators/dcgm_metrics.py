@@ -32,7 +32,7 @@ Failing example::
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 
 from tierops.yamlload import scalar_text
 from validators import dcgm_fields
@@ -54,17 +54,25 @@ def _is_dcgm(service: Service, image_name: str) -> bool:
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    spec = ctx.contract.dcgm
-    path = compose.path
-    found = [service for service in compose if _is_dcgm(service, str(spec["image_name"]))]
+    found = [service for service in compose if _is_dcgm(service, str(ctx.contract.dcgm["image_name"]))]
     if not found:
         yield error(
-            path,
+            compose.path,
             compose.services_pos(),
             ID,
             "no DCGM exporter service (image dcgm-exporter); GPU metrics are part of the contract",
         )
         return
+    yield from _second_exporter(compose.path, found)
+    dcgm = found[0]
+    yield from _digest(compose.path, dcgm)
+    yield from _gpus(compose.path, dcgm, compose, ctx)
+    fields = yield from _csv(compose, dcgm, ctx)
+    yield from _sys_admin(compose.path, dcgm, fields)
+    yield from _scrape(compose, dcgm, ctx)
+
+
+def _second_exporter(path: str, found: list[Service]) -> Iterator[Finding]:
     for extra in found[1:]:
         yield error(
             path,
@@ -72,11 +80,14 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             ID,
             f"{extra.name} is a second DCGM exporter; exactly one per host (it sees all GPUs)",
         )
-    dcgm = found[0]
+
+
+def _digest(path: str, dcgm: Service) -> Iterator[Finding]:
     if not DIGEST.search(scalar_text(dcgm.get("image"))):
         yield error(path, dcgm.at("image"), ID, f"{dcgm.name} image is not pinned by digest")
-    yield from _gpus(path, dcgm, compose, ctx)
-    fields = yield from _csv(compose, dcgm, ctx)
+
+
+def _sys_admin(path: str, dcgm: Service, fields: Sequence[str]) -> Iterator[Finding]:
     # As Docker grants capabilities: CAP_SYS_ADMIN is SYS_ADMIN.
     profiling = any(field.startswith("DCGM_FI_PROF_") for field in fields)
     if profiling and "SYS_ADMIN" not in (dcgm.runtime().get("cap_add") or []):
@@ -86,7 +97,6 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             ID,
             f"{dcgm.name} lacks cap_add SYS_ADMIN, which the active DCGM_FI_PROF_* fields need (they would read as zero)",
         )
-    yield from _scrape(compose, dcgm, ctx)
 
 
 def _gpus(path: str, dcgm: Service, compose: ComposeFile, ctx: Context) -> Iterator[Finding]:

@@ -21,11 +21,12 @@ def text_line(finding: Finding) -> str:
     return f"{finding.path}:{finding.line}:{finding.col}: [{finding.level.value}] {finding.message} ({finding.rule})"
 
 
-def summary(files: int, findings: Sequence[Finding]) -> str:
+def summary(files: int, findings: Sequence[Finding], omitted: int = 0) -> str:
     errors = sum(1 for finding in findings if finding.level is Level.ERROR)
     warnings = len(findings) - errors
     noun = "file" if files == 1 else "files"
-    return f"{files} {noun} checked: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    line = f"{files} {noun} checked: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    return line + (f" ({omitted} more past the per-file cap, not shown)" if omitted else "")
 
 
 def text(findings: Sequence[Finding]) -> str:

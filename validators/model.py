@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from tierops import canonical
@@ -85,7 +86,8 @@ class Service:
 
     # -- argv
 
-    @property
+    # Read by several rules per file; computed once (a 20k-word argv took seconds).
+    @cached_property
     def tokens(self) -> list[Token] | None:
         """`command` as words, each with where it is written."""
         words = self.get("command")
@@ -99,6 +101,10 @@ class Service:
         return engine_program(words, image if isinstance(image, str) else None)
 
     def argv(self) -> Argv:
+        return self._argv
+
+    @cached_property
+    def _argv(self) -> Argv:
         return split_argv(self.get("command") or [], aliases_for(self.program_name()))
 
     def program(self) -> list[str]:
@@ -106,6 +112,10 @@ class Service:
 
     def flags(self) -> list[Flag]:
         """Options of the command with `--flag=value` split and aliases canonical."""
+        return list(self._flags)
+
+    @cached_property
+    def _flags(self) -> list[Flag]:
         tokens = self.tokens or []
         result: list[Flag] = []
         for option in self.argv().options:

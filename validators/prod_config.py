@@ -40,7 +40,7 @@ from validators.collector import collector
 from validators.context import Context
 from validators.contract import Contract, FileContract, Replica
 from validators.findings import START, Finding, Pos, error
-from validators.model import HOST_GPUS, ComposeFile, Flag, Service
+from validators.model import HOST_GPUS, ComposeFile, Flag, Service, Token
 
 ID = "prod-config"
 SUMMARY = "the argv/env/variant/GPU/parity/pool/pairing contract of validators/contracts/glm53.yaml"
@@ -432,25 +432,7 @@ def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> 
     got = [token.text for token in ids]
     want = list(replica.gpus)
     where = service.gpu_ids_pos()
-    devices_path = service.devices_path()
-    devices = service.value(*devices_path)
-    if isinstance(devices, list):
-        for index, device in enumerate(devices):
-            if isinstance(device, dict):
-                if device.get("driver") != "nvidia":
-                    yield error(
-                        path,
-                        service.at(*devices_path, index, "driver"),
-                        ID,
-                        f"{service.name} GPU reservation driver must be nvidia",
-                    )
-                if device.get("capabilities") != ["gpu"]:
-                    yield error(
-                        path,
-                        service.at(*devices_path, index, "capabilities"),
-                        ID,
-                        f"{service.name} GPU reservation capabilities must be [gpu]",
-                    )
+    yield from _gpu_devices(path, service)
     if got != want:
         if sorted(got) == sorted(want):
             index = next(i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b)
@@ -468,7 +450,35 @@ def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> 
                 ID,
                 f"{service.name} GPUs are {got}; the contract gives {replica.name} {want}",
             )
-    island = next((isl for isl in contract.islands if got and got[0] in isl), None)
+    yield from _gpu_island(path, service, ids, contract)
+    yield from _gpu_tp(path, service, got, where)
+
+
+def _gpu_devices(path: str, service: Service) -> Iterator[Finding]:
+    """Each GPU reservation asks the nvidia driver for the gpu capability."""
+    devices_path = service.devices_path()
+    devices = service.value(*devices_path)
+    for index, device in enumerate(devices if isinstance(devices, list) else ()):
+        if isinstance(device, dict):
+            if device.get("driver") != "nvidia":
+                yield error(
+                    path,
+                    service.at(*devices_path, index, "driver"),
+                    ID,
+                    f"{service.name} GPU reservation driver must be nvidia",
+                )
+            if device.get("capabilities") != ["gpu"]:
+                yield error(
+                    path,
+                    service.at(*devices_path, index, "capabilities"),
+                    ID,
+                    f"{service.name} GPU reservation capabilities must be [gpu]",
+                )
+
+
+def _gpu_island(path: str, service: Service, ids: Sequence[Token], contract: Contract) -> Iterator[Finding]:
+    """An engine's GPUs share one NVLink island (tensor parallel traffic stays on NVLink)."""
+    island = next((isl for isl in contract.islands if ids and ids[0].text in isl), None)
     for token in ids:
         if island is None or token.text not in island:
             yield error(
@@ -478,6 +488,10 @@ def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> 
                 f"{service.name} GPU {token.text} is outside the NVLink island of its other GPUs",
             )
             break
+
+
+def _gpu_tp(path: str, service: Service, got: Sequence[str], where: Pos) -> Iterator[Finding]:
+    """As many GPUs as --tp-size: one rank a GPU."""
     tp = next((flag.value for flag in service.flags() if flag.flag == "--tp-size"), None)
     if tp is not None and tp.isdigit() and int(tp) != len(got):
         yield error(path, where, ID, f"{service.name} reserves {len(got)} GPUs but runs --tp-size {tp}")
@@ -519,6 +533,13 @@ def _pairing(path: str, service: Service, contract: Contract) -> Iterator[Findin
     qsplit = contract.features.get("qsplit")
     marker = qsplit.marker_env if qsplit is not None else None
     has_split = marker is not None and service.env.get(marker[0]) == marker[1]
+    yield from _chunk_needs_split(path, service, contract, marker, has_split)
+    yield from _split_image(path, service, contract, marker, has_split)
+
+
+def _chunk_needs_split(
+    path: str, service: Service, contract: Contract, marker: Any, has_split: bool
+) -> Iterator[Finding]:
     for flag in service.flags():
         if (
             flag.flag == "--chunked-prefill-size"
@@ -531,6 +552,11 @@ def _pairing(path: str, service: Service, contract: Contract) -> Iterator[Findin
                 ID,
                 f"{service.name} --chunked-prefill-size {flag.value} needs the DSA indexer split ({marker[0] if marker else 'qsplit'}=1): without it a long burst leaves no free GPU memory",
             )
+
+
+def _split_image(
+    path: str, service: Service, contract: Contract, marker: Any, has_split: bool
+) -> Iterator[Finding]:
     if (
         has_split
         and marker is not None

@@ -6,6 +6,7 @@ all is recorded in `unreadable` and the run goes on with the next one.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +18,17 @@ from validators.loader import load_file, parse
 from validators.model import build
 from validators.registry import RULES
 
+# Findings shown per file (issue 10: 20k unknown flags printed 40k lines). A file with
+# more gets its first CAP, then one finding that counts the rest by rule.
+CAP = 100
+
 
 @dataclass
 class Report:
     files: int = 0
     findings: list[Finding] = field(default_factory=list)
     unreadable: list[InputError] = field(default_factory=list)
+    omitted: int = 0  # findings past the per-file cap, counted in the cap's own finding
 
     def count(self, level: Level) -> int:
         return sum(1 for finding in self.findings if finding.level is level)
@@ -55,13 +61,47 @@ def _rules(compose: object, ctx: Context, rules: Sequence[str]) -> list[Finding]
     return sorted(set(found), key=Finding.sort_key)
 
 
-def run(files: Sequence[tuple[Path, str]], ctx: Context, rules: Sequence[str] = tuple(RULES)) -> Report:
+def capped(findings: list[Finding], cap: int) -> tuple[list[Finding], int]:
+    """The first `cap` findings (sorted), then one that counts the rest; and how many were cut.
+
+    The count keeps the worst level of what it stands for, so the exit code is the same.
+    `cap` 0 keeps everything.
+    """
+    if cap <= 0 or len(findings) <= cap:
+        return findings, 0
+    shown, rest = findings[:cap], findings[cap:]
+    by_rule = Counter(finding.rule for finding in rest)
+    level = Level.ERROR if any(finding.level is Level.ERROR for finding in rest) else Level.WARNING
+    first = rest[0]
+    rules = ", ".join(f"{rule} {count}" for rule, count in sorted(by_rule.items()))
+    summary = Finding(
+        first.path,
+        first.line,
+        first.col,
+        by_rule.most_common(1)[0][0],
+        level,
+        f"{len(rest)} more findings in this file not shown ({rules}); fix the first {cap} and rerun, "
+        "or pass --max-findings 0 to see them all",
+    )
+    return [*shown, summary], len(rest)
+
+
+def run(
+    files: Sequence[tuple[Path, str]],
+    ctx: Context,
+    rules: Sequence[str] = tuple(RULES),
+    *,
+    cap: int = CAP,
+) -> Report:
     report = Report()
     for path, display in files:
         try:
-            report.findings.extend(check_path(path, display, ctx, rules))
+            found = check_path(path, display, ctx, rules)
         except InputError as exc:
             report.unreadable.append(exc)
             continue
+        shown, cut = capped(found, cap)
+        report.findings.extend(shown)
+        report.omitted += cut
         report.files += 1
     return report

@@ -34,7 +34,11 @@ SUMMARY = (
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    engines = {replica.service for replica in ctx.contract.replicas.values()}
+    yield from _labels_form(compose)
+    yield from _command_form(compose, ctx)
+
+
+def _labels_form(compose: ComposeFile) -> Iterator[Finding]:
     for service in compose:
         if service.labels_form == "list":
             yield warning(
@@ -43,6 +47,11 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
                 ID,
                 f"style only: {service.name} labels are a list; write them as a mapping (SPEC 5). Compose reads both the same",
             )
+
+
+def _command_form(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    engines = {replica.service for replica in ctx.contract.replicas.values()}
+    for service in compose:
         if (
             service.name in engines
             and service.has("command")

@@ -545,6 +545,170 @@ MUTATIONS = [
 ]
 
 
+# Where each mutation's finding points (column) and how its message starts (its subject
+# and what is wrong): issue 10 asks the mutation tests to pin rule, line:col and subject,
+# not only (rule, line).
+EXPECTED: dict[str, tuple[int, str]] = {
+    "drop-dyntok-r1": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r1 argv lacks --enable-dynamic-batch-tokenizer, which model-sg-glm53-w4afp",
+    ),
+    "drop-dyntok-r2": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r2 argv lacks --enable-dynamic-batch-tokenizer, which model-sg-glm53-w4afp",
+    ),
+    "duplicate-flag": (9, "model-sg-glm53-w4afp8-tp4-r1 argv repeats --enable-metrics"),
+    "reorder-two-flags": (9, "model-sg-glm53-w4afp8-tp4-r1 argv has --kv-cache-dtype out of contract order"),
+    "change-chunk": (9, "model-sg-glm53-w4afp8-tp4-r1 --chunked-prefill-size is 2048"),
+    "change-queue": (9, "model-sg-glm53-w4afp8-tp4-r2 --max-queued-requests is 16"),
+    "change-hicache-option": (9, "model-sg-glm53-w4afp8-tp4-r2 --hicache-write-policy is write_back"),
+    "swap-pdi-between-replicas": (9, "model-sg-glm53-w4afp8-tp4-r1 --prefill-decode-interval is 2"),
+    "collide-dist-init-addr": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r2 --dist-init-addr 127.0.0.1:29510 collides with model-sg-glm53-w4afp8-tp",
+    ),
+    "chunk-16384-without-split": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r1 --chunked-prefill-size 16384 needs the DSA indexer split (SGLANG_DSA_IN",
+    ),
+    "split-on-unlisted-image": (
+        5,
+        "model-sg-glm53-w4afp8-tp4-r2 image is not the tier's engine build docker.io/nearaidev/sglang@sha256:",
+    ),
+    "qsplit-env-on-base": (
+        7,
+        "model-sg-glm53-w4afp8-tp4-r1 env has SGLANG_DSA_INDEXER_QSPLIT (feature qsplit), which the contract ",
+    ),
+    "literal-env-value-changed": (
+        7,
+        "model-sg-glm53-w4afp8-tp4-r2 env SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is '1'",
+    ),
+    "variant-changed-in-label-only": (
+        7,
+        "model-sg-glm53-w4afp8-tp4-r1 label tierops.otel.config_variant is fc91d24-base-w4afp8-c8192-pdi1-h20",
+    ),
+    "variant-changed-in-scrape-job-only": (
+        23,
+        "scrape job model-sg-glm53-w4afp8-tp4-r2 label config_variant is fc91d24-base-w4afp8-c4096-pdi2-h200-",
+    ),
+    "variant-copied-from-other-replica": (
+        7,
+        "model-sg-glm53-w4afp8-tp4-r2 label tierops.otel.config_variant is fc91d24-long-context-w4afp8-c8192-",
+    ),
+    "variant-missing-dyntok": (
+        7,
+        "model-sg-glm53-w4afp8-tp4-r1 label tierops.otel.config_variant is fc91d24-long-context-w4afp8-c8192-",
+    ),
+    "gpu-overlap": (
+        19,
+        "model-sg-glm53-w4afp8-tp4-r2 GPU 3 is also reserved by model-sg-glm53-w4afp8-tp4-r1",
+    ),
+    "gpu-outside-island": (
+        19,
+        "model-sg-glm53-w4afp8-tp4-r1 GPU 5 is outside the NVLink island of its other GPUs",
+    ),
+    "gpu-list-reordered": (19, "model-sg-glm53-w4afp8-tp4-r1 GPU list ['1', '0', '2', '3'] is reordered"),
+    "parity-restart-on-one-replica": (5, "model-sg-glm53-w4afp8-tp4-r2 restart is always"),
+    "parity-healthcheck-on-one-replica": (
+        7,
+        "replica parity: model-sg-glm53-w4afp8-tp4-r2 healthcheck.start_period is 20m, model-sg-glm53-w4afp8-",
+    ),
+    "proxy-pool-missing-replica": (
+        7,
+        "proxy-glm53 VLLM_BACKEND_URLS lacks http://model-sg-glm53-w4afp8-tp4-r2:8000",
+    ),
+    "proxy-pool-out-of-order": (7, "proxy-glm53 VLLM_BACKEND_URLS lists the engines out of replica order"),
+    "proxy-depends-on-engine": (9, "proxy-glm53 depends_on model-sg-glm53-w4afp8-tp4-r1"),
+    "proxy-probe-timeout-changed": (7, "proxy-glm53 env HEALTH_CHECK_TIMEOUT_SECS must be '3', not '10'"),
+    "missing-service": (1, "service model-proxy-registrar is missing (SPEC 3 service set)"),
+    "extra-service": (3, "unexpected service debug-shell"),
+    "engine-publishes-port": (
+        5,
+        "model-sg-glm53-w4afp8-tp4-r1 must not have `ports` (engines listen on :8000 inside the project netwo",
+    ),
+    "long-context-loses-discovery-port": (5, "nginx publishes ['8000:8000', '8444:443']"),
+    "canary-service-without-profile": (
+        3,
+        "nginx must be behind exactly the profile w4afp8-canary (so an unscoped `up` starts nothing), not non",
+    ),
+    "canary-r2-without-hicache": (9, "model-sg-glm53-w4afp8-tp4-r2 argv lacks --enable-hierarchical-cache"),
+    "unknown-flag": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r1 flag --enable-turbo-mode does not exist in sglang 0.5.16 (build fc91d24",
+    ),
+    "value-on-store-true": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r1 flag --enable-metrics is a switch (store_true) and takes no value, got ",
+    ),
+    "bad-choice": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r1 flag --hicache-mem-layout value 'page_sideways' is not one of: layer_fi",
+    ),
+    "int-value-does-not-parse": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r1 flag --max-running-requests value 'lots' is not an integer",
+    ),
+    "undeclared-patch-flag": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r1 flag --decode-prefill-interval does not exist in sglang 0.5.16 (build f",
+    ),
+    "conflicting-tokenizer-flags": (
+        9,
+        "model-sg-glm53-w4afp8-tp4-r1 sets --enable-dynamic-batch-tokenizer and --enable-tokenizer-batch-enco",
+    ),
+    "engine-image-label-wrong": (
+        7,
+        "model-sg-glm53-w4afp8-tp4-r1 label tierops.otel.engine_image is '47aff7910901'",
+    ),
+    "scrape-target-without-service": (
+        17,
+        "scrape job ghost scrapes no labelled service of this file (no service with tierops.otel.job=ghost)",
+    ),
+    "scraped-service-without-target": (
+        13,
+        "scraped service proxy-glm53 has no scrape job 'proxy-glm53' in the collector config",
+    ),
+    "label-name-starts-with-underscores": (
+        23,
+        "scrape job proxy-glm53 label '__meta_owner' starts with __ (reserved for Prometheus internals)",
+    ),
+    "num-consumers-2": (13, "exporter otlphttp/gateway sending_queue.num_consumers is 2"),
+    "collector-env-without-soft-default": (
+        7,
+        "otelcol-contrib env CVM_NAME must be a soft default ${CVM_NAME:-default}, not '${CVM_NAME}'",
+    ),
+    "label-block-lacks-path": (5, "proxy-glm53 lacks the label tierops.otel.path=/metrics"),
+    "dcgm-field-duplicated": (7, "DCGM field DCGM_FI_DEV_GPU_UTIL is listed twice (first on line 424)"),
+    "dcgm-field-missing": (5, "DCGM counters lack the required field DCGM_FI_DEV_XID_ERRORS"),
+    "dcgm-csv-mode-writable": (9, "dcgm-glm53 counters CSV mode is 0644"),
+    "dcgm-csv-without-mode": (9, "dcgm-glm53 mounts the counters CSV without a mode"),
+    "dcgm-without-sys-admin": (
+        3,
+        "dcgm-glm53 lacks cap_add SYS_ADMIN, which the active DCGM_FI_PROF_* fields need (they would read as ",
+    ),
+    "unpinned-image": (
+        5,
+        "nginx image 'docker.io/library/nginx:1.27-alpine' is not pinned by digest (@sha256:<64 hex>)",
+    ),
+    "malformed-digest": (5, "proxy-glm53 image digest is malformed"),
+    "literal-token-in-env": (
+        7,
+        "model-sg-glm53-w4afp8-tp4-r1 env HF_TOKEN names a secret and holds a literal value",
+    ),
+    "container-name-differs": (5, "container_name 'nginx-front' differs from the service key 'nginx'"),
+    "build-instead-of-image": (5, "nginx has `build:`"),
+    "anchor-and-alias-in-generated-file": (14, "YAML anchor in a generated file"),
+    "pipeline-names-undefined-exporter": (
+        25,
+        "pipeline metrics uses exporter otlphttp/backup, which is not defined under exporters",
+    ),
+    "collector-reads-unset-env": (
+        22,
+        "collector config reads ${env:DEPLOY_ENV}, but otelcol-contrib has no DEPLOY_ENV in its environment",
+    ),
+}
+
+
 def test_the_suite_has_at_least_forty_distinct_mutations() -> None:
     ids = [mutation.id for mutation in MUTATIONS]
     assert len(ids) == len(set(ids))
@@ -573,5 +737,17 @@ def test_single_mutation_is_caught_by_the_named_rule_at_the_offending_line(
     result = run_cli("--format", "json", path)
     assert result.code == 1, result.err
     assert "Traceback" not in result.out + result.err
-    found = {(row["rule"], row["line"]) for row in result.findings() if row["level"] == mutation.level}
-    assert (mutation.rule, line) in found, sorted(found)
+    col, says = EXPECTED[mutation.id]
+    found = [
+        (row["rule"], row["line"], row["col"], row["message"])
+        for row in result.findings()
+        if row["level"] == mutation.level and row["path"] == str(path)
+    ]
+    assert any(
+        (rule, at, column) == (mutation.rule, line, col) and message.startswith(says)
+        for rule, at, column, message in found
+    ), found
+
+
+def test_every_mutation_has_its_expected_column_and_subject() -> None:
+    assert sorted(EXPECTED) == sorted(mutation.id for mutation in MUTATIONS)
