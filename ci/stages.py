@@ -19,6 +19,7 @@ exits with the tool's own exit code.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import re
@@ -320,9 +321,12 @@ def _docker_plugin() -> Path | None:
 def _json_and_markdown(
     command: Sequence[str], context: Context
 ) -> tuple[Completed, Completed, dict[str, Any] | None]:
-    """The same command with --format json (the data) and --format markdown (the rendering)."""
-    data_proc = run_command([*command, "--format", "json"], context, merge=False)
-    markdown_proc = run_command([*command, "--format", "markdown"], context, merge=False)
+    """The same command with --format json (the data) and --format markdown (the rendering),
+    run side by side (two processes that only read: one core each)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        data_run = pool.submit(run_command, [*command, "--format", "json"], context, merge=False)
+        markdown_run = pool.submit(run_command, [*command, "--format", "markdown"], context, merge=False)
+        data_proc, markdown_proc = data_run.result(), markdown_run.result()
     try:
         data = json.loads(data_proc.stdout)
     except ValueError:
