@@ -39,6 +39,7 @@ from rollout.diff import diff_document
 from rollout.forms import Document, _read, read
 from rollout.masking import mask_file
 from rollout.report_diff import sections
+from tierops.yamlload import _shared
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICES = 200
@@ -179,6 +180,7 @@ def main() -> int:
 
         def read_both() -> tuple[Document, Document]:
             _read.cache_clear()  # a reading is kept per process: time a fresh one each run
+            _shared.cache_clear()
             return (
                 read(base_path.read_bytes(), where="base.yaml"),
                 read(head_path.read_bytes(), where="head.yaml"),

@@ -36,7 +36,7 @@ from tierops import canonical
 from tierops.argv import aliases_for, engine_program, split_argv
 from tierops.canonical import Problem, Project, Service
 from tierops.errors import InputError
-from tierops.yamlload import LoadError, Pos, YList, YMap, load_bytes
+from tierops.yamlload import LoadError, Pos, YList, YMap, load_shared
 
 ARGV_KEYS = ("command", "entrypoint")
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./@-]*$")
@@ -110,7 +110,7 @@ def read(data: bytes, *, where: str) -> Document:
 @functools.lru_cache(maxsize=1024)
 def _read(data: bytes, where: str) -> Document:
     try:
-        loaded = load_bytes(data, where)
+        loaded = load_shared(data, where)
     except LoadError as error:
         raise InputError(error.message, where=f"{where}:{error.pos}") from None
     project = canonical.build(loaded, project_dir=".")
@@ -277,7 +277,7 @@ def _parsed_content(text: str) -> Any:
     Kept by text: every file of a fleet, and both sides of a diff, carry the same configs.
     """
     try:
-        loaded = load_bytes(text.encode("utf-8"), "<content>")
+        loaded = load_shared(text.encode("utf-8"), "<content>")
     except Exception:  # any YAML problem means "not a YAML config": compare it as text
         return None
     if len(loaded.documents) != 1:

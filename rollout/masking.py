@@ -60,7 +60,7 @@ from typing import Any, TextIO
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from tierops.secrets import TOKEN_SHAPES, entropy, only_references
 from tierops.secrets import secret_key as shared_secret_key
-from tierops.yamlload import MAX_BYTES, LoadError, load_bytes
+from tierops.yamlload import MAX_BYTES, LoadError, load_shared
 
 __all__ = [
     "Masker",
@@ -324,7 +324,7 @@ class Masker:
         if len(text) > _MAX_PARSE:
             return
         try:
-            documents = load_bytes(text.encode("utf-8", "surrogatepass"), "<inline>").documents
+            documents = load_shared(text.encode("utf-8", "surrogatepass"), "<inline>").documents
         except (LoadError, UnicodeError, RecursionError):
             return
         for document in documents:

@@ -266,9 +266,17 @@ def merge_documents(documents: Sequence[YMap], problems: list[Problem]) -> YMap:
         merged = _merge(merged, document, ())
     services = merged.get("services")
     if isinstance(services, YMap):
-        for name, service in services.items():
-            if isinstance(service, YMap):
-                services[name] = _unique_entries(service, problems)
+        unique = {
+            name: _unique_entries(service, problems) if isinstance(service, YMap) else service
+            for name, service in services.items()
+        }
+        if any(unique[name] is not services[name] for name in services):
+            # New maps, never the loaded ones: a loaded file may be read again (the
+            # rollout tools share one reading of each file per process).
+            services = _copy_map(services)
+            services.update(unique)
+            merged = _copy_map(merged)
+            merged["services"] = services
     return merged
 
 

@@ -42,7 +42,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -228,6 +228,21 @@ def load_bytes(raw: bytes, path: str) -> Loaded:
     """Bytes to a Loaded file, or LoadError naming the first reason it is not one."""
     with no_gc():
         return _load_bytes(raw, path)
+
+
+def load_shared(raw: bytes, path: str) -> Loaded:
+    """`load_bytes`, kept per process by the bytes: for readers that change nothing.
+
+    The rollout tools read each file more than once (the diff's model, the masking
+    boundary, the plan); they share one parse. The documents are shared too: nothing
+    that reads through this may change them (`tierops.canonical.build` does not).
+    """
+    return replace(_shared(raw), path=path)
+
+
+@functools.lru_cache(maxsize=512)
+def _shared(raw: bytes) -> Loaded:
+    return load_bytes(raw, "<shared>")
 
 
 def _load_bytes(raw: bytes, path: str) -> Loaded:

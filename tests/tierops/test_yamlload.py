@@ -241,3 +241,46 @@ def test_hostile_files_end_in_one_line_from_the_validators(tmp_path: Path) -> No
         assert "Traceback" not in proc.stderr
         lines = [line for line in (proc.stdout + proc.stderr).splitlines() if str(path.name) in line]
         assert len(lines) == 1, (path, proc.stdout, proc.stderr)
+
+
+def _snapshot(node: object) -> object:
+    """A loaded node as plain data with its positions, to compare before and after."""
+    if isinstance(node, YMap):
+        return (
+            "map",
+            [
+                (key, _snapshot(value), node.key_pos.get(key), node.value_pos.get(key))
+                for key, value in node.items()
+            ],
+        )
+    if isinstance(node, YList):
+        return ("list", [_snapshot(item) for item in node], list(node.item_pos))
+    return node
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # one document whose lists Compose deduplicates (the path that once wrote back)
+        "services:\n  app:\n    image: busybox\n    ports: ['8000:8000', '8000:8000']\n"
+        "    volumes: ['/a:/b', '/c:/b']\n",
+        # two documents merged as override files
+        "services:\n  app:\n    image: busybox\n    ports: ['1:1']\n---\nservices:\n  app:\n"
+        "    ports: ['1:1', '2:2']\n    environment: {A: b}\n",
+    ],
+)
+def test_a_shared_reading_is_left_as_read_by_the_canonical_model(text: str) -> None:
+    from tierops import canonical
+    from tierops.yamlload import load_shared
+
+    raw = text.encode("utf-8")
+    loaded = load_shared(raw, "a.yaml")
+    before = [_snapshot(document) for document in loaded.documents]
+    canonical.build(loaded, project_dir=".")
+    assert [_snapshot(document) for document in loaded.documents] == before
+    again = load_shared(raw, "b.yaml")
+    assert again.documents is loaded.documents and again.path == "b.yaml"  # one parse, its own name
+    assert (
+        canonical.build(again, project_dir=".").services["app"].fields
+        == canonical.build(load_bytes(raw, "c.yaml"), project_dir=".").services["app"].fields
+    )
