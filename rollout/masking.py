@@ -48,6 +48,7 @@ import hmac
 import html
 import io
 import json
+import os
 import re
 import secrets as _random_source
 import shlex
@@ -73,7 +74,10 @@ __all__ = [
 ]
 
 # Drawn once per run: see the module docstring for why not per repository.
-SALT = _random_source.token_bytes(16)
+SALT_ENV = "TIEROPS_MASK_SALT"
+# The fingerprints' salt: a secret the operator holds (a CI secret) makes them the same
+# from run to run; without it, a random one for this run (see docs/diff-and-plan.md).
+SALT = os.environ.get(SALT_ENV, "").encode("utf-8") or _random_source.token_bytes(16)
 # Values shorter than this are masked only as whole words (`abc` not inside `abcdef`).
 _WHOLE_WORD_BELOW = 8
 # Inline text longer than this is scanned line by line but not parsed as YAML.

@@ -44,7 +44,8 @@ Formats: text (terminal), markdown (GitHub step summary, <= 1 MiB), json (the ch
 model: applying it to the base yields the head). A value under a secret-like key on
 either side (and any token-shaped or Authorization/Bearer credential) is masked wherever
 it appears, in every format, as <secret sha256:XXXXXXXX>: a salted hash, equal for
-equal values within one run.
+equal values within one run (and across runs when $TIEROPS_MASK_SALT holds a secret
+of yours, e.g. a CI secret).
 """
 EPILOG = epilog("changes found (only with --exit-code)")
 

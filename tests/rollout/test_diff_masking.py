@@ -277,3 +277,37 @@ def test_token_shaped_text_is_masked_and_ordinary_text_is_not() -> None:
         "99f1fa70408c52b007d4fd69e02e5a522422e755 sha256:47aff791090003a37f893e998c44794c410d3f7bdfc7fdd2dfab5eb5592b30bb"
     )
     assert mask_text(ordinary) == ordinary
+
+
+def _diff_in_a_new_process(repo: Path, salt: str | None) -> str:
+    """`python -m rollout diff` as an operator runs it: a process (and a salt) of its own."""
+    import os
+    import subprocess
+
+    env = {key: value for key, value in os.environ.items() if key != "TIEROPS_MASK_SALT"}
+    if salt is not None:
+        env["TIEROPS_MASK_SALT"] = salt
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [sys.executable, "-m", "rollout", "diff", "--base", "HEAD"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert SECRETS["password"] not in proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_a_salt_the_operator_holds_makes_fingerprints_the_same_from_run_to_run(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path, {"prod/x.yaml": compose("old")}, origin=False)
+    (repo / "prod" / "x.yaml").write_text(compose("new"), encoding="utf-8")
+    held = [_diff_in_a_new_process(repo, "a-ci-secret-of-the-operators") for _ in range(2)]
+    assert re.findall(FINGERPRINT, held[0])  # something was masked, and the same way twice
+    assert held[0] == held[1]
+    other = _diff_in_a_new_process(repo, "another-secret")
+    assert re.findall(FINGERPRINT, other) != re.findall(FINGERPRINT, held[0])
+    # without one, each run draws its own: the same value, other fingerprints
+    assert re.findall(FINGERPRINT, _diff_in_a_new_process(repo, None)) != re.findall(FINGERPRINT, held[0])
