@@ -19,7 +19,7 @@ TWO_FINDINGS = (
 )
 TEXT = (
     f"{BASE}:263:5: [error] container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key (compose-hygiene)\n"
-    f"{BASE}:533:13: [error] exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order) (otel-labels)\n"
+    f"{BASE}:545:13: [error] exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order) (otel-labels)\n"
 )
 
 
@@ -51,7 +51,7 @@ def test_json_format_prints_a_list_and_the_summary_on_stderr(mutated: str) -> No
         },
         {
             "path": BASE,
-            "line": 533,
+            "line": 545,
             "col": 13,
             "level": "error",
             "rule": "otel-labels",
@@ -67,7 +67,7 @@ def test_github_format_prints_the_full_report_then_one_annotation_per_finding(mu
     assert result.out == (
         TEXT
         + f"::error file={BASE},line=263,col=5,title=compose-hygiene::container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key\n"
-        + f"::error file={BASE},line=533,col=13,title=otel-labels::exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order)\n"
+        + f"::error file={BASE},line=545,col=13,title=otel-labels::exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order)\n"
         + "1 file checked: 2 errors, 0 warnings\n"
     )
 

@@ -175,7 +175,7 @@ def test_list_variables_prints_every_interpolation(
     code, lines, _err = _run(capsys, "--list-variables", "--rendered-dir", str(tmp_path / "r"), LONG)
     assert code == 0
     assert f"{LONG}:18:17: HUGGING_FACE_HUB_TOKEN required, dummy set: ${{HUGGING_FACE_HUB_TOKEN}}" in lines
-    assert f"{LONG}:313:23: LONG_TIER_ONLY optional, no dummy: ${{LONG_TIER_ONLY:-true}}" in lines
+    assert f"{LONG}:319:23: LONG_TIER_ONLY optional, no dummy: ${{LONG_TIER_ONLY:-true}}" in lines
 
 
 def test_a_broken_file_is_a_finding_not_a_traceback(

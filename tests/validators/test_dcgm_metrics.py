@@ -32,5 +32,5 @@ def test_two_scrape_jobs_for_the_exporter_are_one_too_many(write_prod: Any) -> N
     found = _dcgm(write_prod, text)
     # At the receiver's scrape_configs key.
     assert [f for f in found if f[3].startswith("expected exactly one scrape job")] == [
-        (LONG, 483, 13, "expected exactly one scrape job for dcgm-glm53:9400, found 2")
+        (LONG, 495, 13, "expected exactly one scrape job for dcgm-glm53:9400, found 2")
     ]

@@ -678,7 +678,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
         "otelcol-contrib env CVM_NAME must be a soft default ${CVM_NAME:-default}, not '${CVM_NAME}'",
     ),
     "label-block-lacks-path": (5, "proxy-glm53 lacks the label tierops.otel.path=/metrics"),
-    "dcgm-field-duplicated": (7, "DCGM field DCGM_FI_DEV_GPU_UTIL is listed twice (first on line 424)"),
+    "dcgm-field-duplicated": (7, "DCGM field DCGM_FI_DEV_GPU_UTIL is listed twice (first on line 436)"),
     "dcgm-field-missing": (5, "DCGM counters lack the required field DCGM_FI_DEV_XID_ERRORS"),
     "dcgm-csv-mode-writable": (9, "dcgm-glm53 counters CSV mode is 0644"),
     "dcgm-csv-without-mode": (9, "dcgm-glm53 mounts the counters CSV without a mode"),

@@ -74,6 +74,14 @@ def edit(old: str, new: str, nth: int = 1) -> tuple[str, str, int]:
     return (old, new, nth)
 
 
+NGINX_HEALTH = """    healthcheck:
+      test: [CMD, wget, -q, -O, /dev/null, "http://127.0.0.1:8000/nginx-health"]
+      interval: 10s
+      timeout: 5s
+      retries: 3
+      start_period: 10s
+"""
+
 PROXY_HEALTH = """    healthcheck:
       test: [CMD, curl, -fsS, --max-time, "3", "http://localhost:8000/health"]
       interval: 10s
@@ -407,6 +415,22 @@ FAULTS = [
         (edit(PROXY_HEALTH, "", 1),),
         (("proxy-glm53", "proxy-glm53:\n", 1),),
         "runs without a healthcheck",
+    ),
+    Fault(
+        "nginx-healthcheck-removed",
+        "healthcheck",
+        LONG,
+        (edit(NGINX_HEALTH, "", 1),),
+        (("nginx", "nginx:\n    image:", 1),),
+        "runs without a healthcheck",
+    ),
+    Fault(
+        "nginx-healthcheck-probes-another-port",
+        "reference",
+        CANARY,
+        (edit("http://127.0.0.1:8000/nginx-health", "http://127.0.0.1:8009/nginx-health", 1),),
+        (("nginx", "http://127.0.0.1:8009", 1),),
+        "points at its own port 8009",
     ),
     Fault(
         "engine-start-period-too-short",
