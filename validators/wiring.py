@@ -264,7 +264,9 @@ def _dns_names(service: Service) -> Iterator[str]:
     networks = service.get("networks")
     for body in networks.values() if isinstance(networks, dict) else ():
         if isinstance(body, dict):
-            yield from (alias for alias in body.get("aliases") or () if isinstance(alias, str))
+            aliases = body.get("aliases")
+            if isinstance(aliases, list):  # any other type is compose-hygiene's finding
+                yield from (alias for alias in aliases if isinstance(alias, str))
 
 
 def _finding(
@@ -371,9 +373,10 @@ def _argv_listener(graph: Graph, service: Service, spec: Mapping[str, Any]) -> l
     port_text = port_flag.value if port_flag and port_flag.value else str(spec["default_port"])
     where = port_flag.value_pos if port_flag else service.at("command")
     host_at = host_flag.value_pos if host_flag else service.at("command")
-    if not port_text.isdigit():
+    port = _port(port_text)
+    if port is None:
         return None  # engine-flags reports a port that is not a number
-    return [Listener(host, int(port_text), host_at if _loopback(host) else where)]
+    return [Listener(host, port, host_at if _loopback(host) else where)]
 
 
 def _env_listener(graph: Graph, service: Service, key: str) -> list[Listener] | None:
@@ -402,9 +405,13 @@ def _host_port(text: str, *, default_host: str, default_port: int | None = None)
     host, colon, port = text.rpartition(":")
     if not colon:
         host, port = text, str(default_port) if default_port is not None else ""
-    if not port.isdigit():
-        return None
-    return (host or default_host), int(port)
+    number = _port(port)
+    return None if number is None else ((host or default_host), number)
+
+
+def _port(text: str) -> int | None:
+    """A port written in ASCII digits (`str.isdigit` also takes `²`, which `int` refuses)."""
+    return int(text) if re.fullmatch(r"[0-9]{1,5}", text) else None
 
 
 # -- nginx -----------------------------------------------------------------------------
@@ -494,9 +501,10 @@ def _nginx_listeners(graph: Graph, service: Service, config_name: str) -> list[L
             address, pos = listen.args[0]
             if address.startswith("unix:"):
                 continue
+            bare = _port(address)
             parsed_address = (
-                ("0.0.0.0", int(address))
-                if address.isdigit()
+                ("0.0.0.0", bare)
+                if bare is not None
                 else _host_port(address, default_host="0.0.0.0", default_port=80)
             )
             if parsed_address is not None:
@@ -622,9 +630,10 @@ def _references(graph: Graph) -> Iterator[Ref]:
     for service in compose:
         # The telemetry label claims where the service serves /metrics: its own port.
         claimed = service.labels.get(port_label)
-        if claimed is not None and claimed.isdigit():
+        claimed_port = _port(claimed) if claimed is not None else None
+        if claimed_port is not None:
             pos = _locate(compose, service, ("labels", port_label))
-            yield Ref(service.name, f"label {port_label}={claimed}", None, "localhost", int(claimed), pos)
+            yield Ref(service.name, f"label {port_label}={claimed}", None, "localhost", claimed_port, pos)
         for key, value in service.env.items():
             for match in _URL.finditer(value or ""):
                 pos = _locate(compose, service, ("environment", key), match.group())
@@ -845,7 +854,12 @@ def _published(graph: Graph) -> Iterator[Finding]:
                 "publish another host port: the second container cannot bind it",
             )
         listeners = graph.listeners.get(entry.service)
-        if listeners is not None and not any(listener.port == entry.target for listener in listeners):
+        if (
+            listeners is not None
+            and entry.service not in graph.unknown  # a listener it could not read (a variable)
+            and isinstance(entry.target, int)  # `${PORT}` stays symbolic in the model
+            and not any(listener.port == entry.target for listener in listeners)
+        ):
             yield _finding(
                 compose,
                 entry.pos,

@@ -745,3 +745,32 @@ def test_downloads_that_land_where_the_engines_read_give_no_findings(
     change: tuple[str, str, int], write_prod: Any
 ) -> None:
     assert wiring_findings(write_prod(BASE, mutate(BASE, (change,)))) == []
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [
+        # str.isdigit() takes "²", int() refuses it: a finding elsewhere, never a crash here
+        (edit('tierops.otel.port: "8000"', 'tierops.otel.port: "²"', 1),),
+        (edit('LISTEN_ADDR: "0.0.0.0:8000"', 'LISTEN_ADDR: "0.0.0.0:８000"', 1),),
+        # aliases of the wrong type are compose-hygiene's; the graph skips them
+        (edit("    networks:\n      - glm53\n", "    networks:\n      glm53: {aliases: 5}\n", 1),),
+        (edit("    networks:\n      - glm53\n", "    networks:\n      glm53: {aliases: proxy}\n", 1),),
+    ],
+    ids=["superscript-label-port", "fullwidth-listen-port", "aliases-a-number", "aliases-a-string"],
+)
+def test_values_of_the_wrong_shape_never_crash_the_rule(edits: Any, write_prod: Any) -> None:
+    wiring_findings(write_prod(BASE, mutate(BASE, edits)))  # asserts no traceback, exit 0 or 1
+
+
+def test_a_published_port_of_a_service_whose_listener_is_a_variable_is_not_judged(write_prod: Any) -> None:
+    text = mutate(
+        BASE,
+        (
+            edit('LISTEN_ADDR: "0.0.0.0:8000"', "LISTEN_ADDR: ${PROXY_LISTEN}", 1),
+            edit("    volumes:\n      - /var/run/tappd.sock", '    ports: ["9000:8000"]\n    volumes:\n      - /var/run/tappd.sock', 1),
+        ),
+    )
+    assert "ports: [\"9000:8000\"]" in text
+    rows = wiring_findings(write_prod(BASE, text))
+    assert not [row for row in rows if "listens on" in row["message"] and "proxy-glm53 publishes" in row["message"]]
