@@ -286,7 +286,7 @@ def replica_number(name: str, service: Mapping[str, Any]) -> int | None:
     """The replica's number: the `instance` label, else a trailing `r<N>`/`-<N>` in its name."""
     labels = _labels(service)
     for key in ("tierops.otel.instance", "instance"):
-        if labels.get(key, "").isdigit():
+        if re.fullmatch(r"[0-9]+", labels.get(key, "")):
             return int(labels[key])
     match = re.search(r"(\d+)$", name)
     return int(match.group(1)) if match else None
@@ -295,4 +295,4 @@ def replica_number(name: str, service: Mapping[str, Any]) -> int | None:
 def rollout_order(service: Mapping[str, Any]) -> int | None:
     """An explicit `tierops.rollout.order` label (lower goes first), when the file says so."""
     value = _labels(service).get("tierops.rollout.order", "")
-    return int(value) if value.lstrip("-").isdigit() else None
+    return int(value) if re.fullmatch(r"-?[0-9]+", value) else None

@@ -224,7 +224,7 @@ _UNITS = (("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10))
 
 def short_bytes(value: Any) -> Any:
     """Compose's count of bytes (`"34359738368"`) read as `32gb` (the same size)."""
-    if not isinstance(value, str) or not value.isdigit() or value == "0":
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9]+", value) or value == "0":
         return value
     count = int(value)
     for unit, size in _UNITS:

@@ -269,7 +269,7 @@ def plan_file(
         document=file.document,
         stages=stages,
         untouched=tuple(name for name in order if name not in reasons),
-        notes=tuple(_notes(file, reasons)),
+        notes=tuple(_notes(file, reasons, tags.old)),
         rollback=rollback,
         warnings=tuple(warnings),
     )
@@ -726,11 +726,11 @@ def _reasons(file: FileChange) -> dict[str, str]:
     return reasons
 
 
-def _notes(file: FileChange, reasons: Mapping[str, str]) -> list[str]:
+def _notes(file: FileChange, reasons: Mapping[str, str], old_tag: str) -> list[str]:
     notes: list[str] = []
     if file.old_path:
         notes.append(
-            f"renamed from {file.old_path}: down steps use the old path at {OLD_TAG}, up steps the new one"
+            f"renamed from {file.old_path}: down steps use the old path at {old_tag}, up steps the new one"
         )
     for change in file.others:
         if change.aspect is Aspect.TOP_LEVEL:

@@ -23,7 +23,9 @@ from typing import Any
 
 from rollout import git, release, rollback, tags
 from rollout.masking import protect_source
+from tierops.errors import InputError
 from tierops.exitcodes import ExitCode, epilog
+from tierops.yamlload import read_regular
 
 NAME = "release"
 HELP = "tag releases (v0.0.N), show a definition's history, print a rollback"
@@ -283,9 +285,10 @@ def protect_file_at_tags(repo: Path, file: str, found: release.TagSet) -> None:
 
 
 def _read(path: Path) -> bytes | None:
+    """The working tree's file, a regular file within the size budget (a FIFO never hangs)."""
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_regular(path, str(path))
+    except (InputError, OSError):
         return None
 
 

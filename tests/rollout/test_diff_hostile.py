@@ -112,3 +112,51 @@ def test_hostile_yaml_at_a_ref_is_one_line(tmp_path: Path, make: object, expecte
     code, out, err, elapsed = run_diff(repo, "--base", "HEAD~1", "--head", "HEAD")
     assert_one_line(code, out, err, elapsed, expected)
     assert "(in the head, HEAD (" in out
+
+
+def test_a_fifo_never_hangs_release_history_or_rollback(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path, {"prod/x.yaml": ONE}, origin=False)
+    (repo / "prod" / "x.yaml").unlink()
+    os.mkfifo(repo / "prod" / "x.yaml")
+    for command in (["history", "prod/x.yaml"], ["rollback", "prod/x.yaml", "app"]):
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "rollout", "release", *command],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,  # the masking boundary once read the FIFO and waited forever
+        )
+        assert "Traceback" not in proc.stdout + proc.stderr
+        assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # str.isdigit() takes these; int() refuses them: once an internal error (exit 3)
+        ("    image: app:1\n", '    image: app:1\n    shm_size: "²"\n'),
+        ("    image: app:1\n", '    image: app:1\n    labels: {tierops.rollout.order: "--5"}\n'),
+        ("    image: app:1\n", '    image: app:1\n    labels: {tierops.otel.instance: "²"}\n'),
+    ],
+    ids=["superscript-shm-size", "double-dash-order", "superscript-instance"],
+)
+def test_odd_digits_in_values_are_compared_never_a_crash(tmp_path: Path, old: str, new: str) -> None:
+    repo = new_repo(tmp_path, {"prod/x.yaml": ONE}, origin=False)
+    write(repo, {"prod/x.yaml": ONE.replace(old, new)})
+    for command in ("diff", "plan"):
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("TIEROPS_BASE_REF", None)
+        proc = subprocess.run(
+            [sys.executable, "-m", "rollout", command, "--base", "HEAD"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "app" in proc.stdout

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 from rollout.forms import load_documents
 from rollout.roles import Role, roles_of
 from tests.rollout.diffkit import LONG, R1, R2, fixture, new_repo, prod_text, run_cli, write
+from tests.rollout.plankit import plan_of
 
 HAND = "prod/hand.yaml"
 
@@ -56,21 +56,6 @@ def test_roles_are_read_from_a_hand_written_file() -> None:
         "router": "proxy",
         "edge": "front door",
     }
-
-
-def plan_of(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    old: dict[str, str],
-    new: dict[str, str | None],
-) -> dict[str, Any]:
-    repo = new_repo(tmp_path, old)
-    write(repo, new)
-    code, out, err = run_cli(monkeypatch, capsys, repo, ["plan", "--format", "json"])
-    assert (code, err) == (0, ""), err
-    result: dict[str, Any] = json.loads(out)
-    return result
 
 
 def order(plan: dict[str, Any], index: int = 0) -> list[tuple[str, str]]:
@@ -178,6 +163,20 @@ def test_a_renamed_file_downs_with_the_old_path_and_ups_with_the_new(
     assert file["notes"] == [
         f"renamed from {LONG}: down steps use the old path at <OLD_TAG>, up steps the new one"
     ]
+    # a deployed tag given by hand is named in the note too, not the placeholder
+    (tmp_path / "given").mkdir()
+    tagged = plan_of(
+        tmp_path / "given",
+        monkeypatch,
+        capsys,
+        {LONG: old},
+        {LONG: None, "prod/long.yaml": new},
+        "--base-tag",
+        "v0.0.7",
+    )
+    assert tagged["files"][0]["notes"][0].endswith(
+        "down steps use the old path at v0.0.7, up steps the new one"
+    )
 
 
 def test_no_change_is_one_line(
