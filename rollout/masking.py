@@ -29,13 +29,14 @@ JSON model's `masked` flag and shows a masked value bare in the diff lines; the
 boundary is the guarantee.
 
 **The fingerprint.** `<secret sha256:1a2b3c4d>`: the first 8 hex digits of an
-HMAC-SHA256 of the value with a salt drawn at random once per run (per process). Equal
+HMAC-SHA256 of the value with a salt drawn at random once per run (per process), or
+`$TIEROPS_MASK_SALT` when the operator holds a secret for it (a CI secret). Equal
 values show equal fingerprints within one run, so "changed" and "unchanged" stay
 visible; a short hash of a guessable password cannot be brute-forced from a published
 CI summary, because the salt is never printed or stored. A per-repository salt would
 have to live in the repository (public) or in CI secrets (which CI here has none of),
-so a per-run salt is the only one that protects. The price: two runs (the diff and the
-plan steps of one CI job) fingerprint a value differently.
+so without one a per-run salt is the only one that protects. The price: two runs (the
+diff and the plan steps of one CI job) fingerprint a value differently.
 """
 
 from __future__ import annotations
@@ -73,15 +74,12 @@ __all__ = [
     "secret_key",
 ]
 
-# Drawn once per run: see the module docstring for why not per repository.
 SALT_ENV = "TIEROPS_MASK_SALT"
 # The fingerprints' salt: a secret the operator holds (a CI secret) makes them the same
 # from run to run; without it, a random one for this run (see docs/diff-and-plan.md).
 SALT = os.environ.get(SALT_ENV, "").encode("utf-8") or _random_source.token_bytes(16)
 # Values shorter than this are masked only as whole words (`abc` not inside `abcdef`).
 _WHOLE_WORD_BELOW = 8
-# Inline text longer than this is scanned line by line but not parsed as YAML.
-_MAX_PARSE = 2 * 1024 * 1024
 
 
 # Two narrowings of the shared definition, for values only (tierops.secrets owns the
@@ -127,8 +125,12 @@ def fingerprint(value: str) -> str:
 
 _SCHEME = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+", re.IGNORECASE)
 # Any reference; `${VAR:-default}` and friends are cut into the reference and its default.
-_REFERENCE = re.compile(r"\$\$?\{[^}]*\}|\$\$?[A-Za-z_][A-Za-z0-9_]*")
-_DEFAULTED = re.compile(r"\$\$?\{(?:env:)?[A-Za-z_][A-Za-z0-9_]*:?[-+=](?P<default>[^}]*)\}")
+# A bare `$$NAME` is no reference: in a compose value `$$` is a literal `$` (a password
+# `Xk9$$mQ2` is one literal); `$${env:VAR}` (the collector's) still is. One level of
+# nesting is read: `${X:-${Y:-default}}`.
+_BRACED = r"\$\$?\{(?:[^{}]|\{[^{}]*\})*\}"
+_REFERENCE = re.compile(rf"{_BRACED}|(?<!\$)\$[A-Za-z_][A-Za-z0-9_]*")
+_DEFAULTED = re.compile(r"\$\$?\{(?:env:)?[A-Za-z_][A-Za-z0-9_]*:?[-+=](?P<default>(?:[^{}]|\{[^{}]*\})*)\}")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _SWITCHES = frozenset({"true", "false", "yes", "no", "on", "off", "null", "none", "~"})
 
@@ -152,7 +154,11 @@ def secret_fragments(value: str) -> list[str]:
         return []
     if not _REFERENCE.search(text):
         return [text] if _meaningful(text) else []
-    found = [match.group("default") for match in _DEFAULTED.finditer(text)]
+    found: list[str] = []
+    for match in _DEFAULTED.finditer(text):
+        default = match.group("default")
+        # a default that holds a reference of its own: its literal parts, recursively
+        found += secret_fragments(default) if _REFERENCE.search(default) else [default]
     found += _REFERENCE.split(text)
     return [part.strip() for part in found if _meaningful(part) and not only_references(part.strip())]
 
@@ -256,10 +262,6 @@ class Masker:
         # Base and head share most of their text: each text and line is read once.
         self._seen: set[str] = set()
 
-    @property
-    def values(self) -> tuple[str, ...]:
-        return tuple(self._shown)
-
     # -- adding
 
     def add_value(self, value: str) -> None:
@@ -325,9 +327,7 @@ class Masker:
     def _add_yaml(self, text: str) -> None:
         """Parsed by the one loader (tierops/yamlload.py), within its depth, size and alias
         budgets: hostile text is left to the line-by-line reading, never a hang or a crash."""
-        if len(text) > _MAX_PARSE:
-            return
-        try:
+        try:  # (text over the loader's size budget is refused by it: LoadError)
             documents = load_shared(text.encode("utf-8", "surrogatepass"), "<inline>").documents
         except (LoadError, UnicodeError, RecursionError):
             return
@@ -378,7 +378,20 @@ class Masker:
     def mask(self, text: str) -> str:
         """`text` with every known secret value, then every credential shape, masked."""
         if self._shown:
-            text = self._compiled().sub(lambda match: self._shown[match.group(0)], text)
+            # Every place a known spelling starts (overlapping ones too: with secrets
+            # `abcdefgh` and `efghijkl`, `abcdefghijkl` must not show its tail), merged.
+            spans = [
+                (match.start(), match.start() + len(match.group(1)))
+                for match in self._compiled().finditer(text)
+            ]
+            out: list[str] = []
+            last = 0
+            for start, end in _merged(spans):
+                piece = text[start:end]
+                out += [text[last:start], self._shown.get(piece) or fingerprint(piece)]
+                last = end
+            out.append(text[last:])
+            text = "".join(out)
         return mask_text(text)
 
     def _compiled(self) -> re.Pattern[str]:
@@ -389,28 +402,39 @@ class Masker:
                 if len(spelling) < _WHOLE_WORD_BELOW:
                     escaped = f"(?<![A-Za-z0-9]){escaped}(?![A-Za-z0-9])"
                 parts.append(escaped)
-            self._pattern = re.compile("|".join(parts))
+            self._pattern = re.compile("(?=(" + "|".join(parts) + "))")
         return self._pattern
 
 
 def _spellings(literal: str) -> list[str]:
     """How a value can look once a format has escaped it: raw, in JSON (with and
     without ensure_ascii), in a Python repr, in Markdown text and code cells, in HTML."""
-    markdown = literal
-    for char in "\\|<>*_[]`":
-        markdown = markdown.replace(char, f"\\{char}")
-    forms = [
+    inner = (  # how a value is written into a line
         literal,
         json.dumps(literal, ensure_ascii=False)[1:-1],
         json.dumps(literal)[1:-1],
         repr(literal)[1:-1],
-        markdown,
-        literal.replace("|", "\\|"),
-        html.escape(literal),
-        html.escape(literal, quote=False),
         literal.replace("'", "''"),  # YAML single-quoted
-    ]
+    )
+    # ... and how a format escapes that line again (a JSON-quoted value in a Markdown
+    # table cell has its `|` escaped on top of JSON's `\"`)
+    forms = [outer(form) for form in inner for outer in _OUTER_ESCAPES]
     return [form for form in dict.fromkeys(forms) if form]
+
+
+def _markdown_text(text: str) -> str:
+    for char in "\\|<>*_[]`":
+        text = text.replace(char, f"\\{char}")
+    return text
+
+
+_OUTER_ESCAPES = (
+    lambda text: text,
+    _markdown_text,
+    lambda text: text.replace("|", "\\|"),  # a Markdown code cell
+    html.escape,
+    lambda text: html.escape(text, quote=False),
+)
 
 
 # --------------------------------------------------------------------------- boundary

@@ -45,7 +45,6 @@ class Role(StrEnum):
     OTHER = "other"
 
 
-TELEMETRY = frozenset({Role.COLLECTOR, Role.DCGM})
 # Recreating these cuts or re-announces every request path of the host.
 INTERRUPTS_TRAFFIC = frozenset({Role.PROXY, Role.REGISTRAR, Role.FRONT_DOOR})
 
@@ -151,16 +150,6 @@ def words_of(service: Mapping[str, Any]) -> list[str]:
         with contextlib.suppress(SpellingError):
             words += command_tokens(service.get(key)) or []
     return words
-
-
-def program_of(service: Mapping[str, Any]) -> str:
-    """The entrypoint and leading command tokens, joined (what the container runs)."""
-    words: list[str] = []
-    for word in words_of(service):
-        if word.startswith("-"):
-            break
-        words.append(word)
-    return " ".join(words)
 
 
 def engine_of(service: Mapping[str, Any]) -> str | None:

@@ -206,25 +206,6 @@ def token_shape(text: str) -> str | None:
     return None
 
 
-def secret_spans(text: str) -> Iterator[tuple[int, int]]:
-    """Where credentials sit inside free text (argv words, healthchecks, inline configs)."""
-    for match in _SHAPES.finditer(text):
-        yield match.span()
-    for match in _HEADER.finditer(text):
-        group = "a" if match.group("a") else "b"
-        value = match.group(group)
-        if value and not only_references(value) and not value.startswith("$"):
-            yield match.span(group)
-    for match in _RUN.finditer(text):
-        if high_entropy(match.group()):
-            yield match.span()
-
-
-def looks_secret(value: str) -> bool:
-    """A value that carries a credential whatever key it sits under."""
-    return any(True for _ in secret_spans(value))
-
-
 def token_regex() -> str:
     """One regex matching every token shape (the `token-shapes` pre-commit hook's entry)."""
     return "|".join(pattern for pattern in TOKEN_SHAPES.values() if not pattern.startswith("-----"))

@@ -311,3 +311,49 @@ def test_a_salt_the_operator_holds_makes_fingerprints_the_same_from_run_to_run(t
     assert re.findall(FINGERPRINT, other) != re.findall(FINGERPRINT, held[0])
     # without one, each run draws its own: the same value, other fingerprints
     assert re.findall(FINGERPRINT, _diff_in_a_new_process(repo, None)) != re.findall(FINGERPRINT, held[0])
+
+
+@pytest.mark.parametrize(
+    ("secret", "printed"),
+    [
+        # `$$` is compose's literal `$`: the whole password is one literal
+        ("Xk9$$mQ2vLp7", "password: Xk9$$mQ2vLp7"),
+        # a default inside a default is still a literal
+        ("${X:-${Y:-s3cretpw}}", "copied elsewhere: s3cretpw"),
+    ],
+    ids=["escaped-dollar", "nested-default"],
+)
+def test_literal_parts_around_escapes_and_nested_defaults_are_masked(
+    secret: str, printed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with boundary() as masker:
+        masker.add_document({"environment": {"DB_PASSWORD": secret}})
+        print(printed)
+    out = capsys.readouterr().out
+    for literal in ("mQ2vLp7", "s3cretpw"):
+        assert literal not in out
+
+
+def test_overlapping_secrets_leave_no_tail_visible(capsys: pytest.CaptureFixture[str]) -> None:
+    with boundary() as masker:
+        masker.add_value("abcdefgh")
+        masker.add_value("efghijklmn")
+        print("x abcdefghijklmn y")
+    out = capsys.readouterr().out
+    assert "ijklmn" not in out and "abcd" not in out
+    assert re.fullmatch(r"x " + FINGERPRINT + r" y\n", out)
+
+
+def test_a_copied_secret_with_quote_and_pipe_is_masked_in_markdown_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = 'hunter2"pa|ss\\wd'
+    body = "services:\n  app:\n    image: app:1\n    environment:\n      DB_PASSWORD: {}\n    labels:\n      note: {}\n"
+    quoted = "'" + secret + "'"
+    repo = new_repo(tmp_path, {"prod/x.yaml": body.format(quoted, '"old"')}, origin=False)
+    (repo / "prod" / "x.yaml").write_text(body.format(quoted, quoted), encoding="utf-8")
+    for fmt in ("text", "markdown", "json"):
+        code, out, err = run_cli(monkeypatch, capsys, repo, ["diff", "--base", "HEAD", "--format", fmt])
+        assert code == 0, err
+        assert "note" in out
+        assert "hunter2" not in out + err, fmt

@@ -752,7 +752,7 @@ def test_downloads_that_land_where_the_engines_read_give_no_findings(
     [
         # str.isdigit() takes "²", int() refuses it: a finding elsewhere, never a crash here
         (edit('tierops.otel.port: "8000"', 'tierops.otel.port: "²"', 1),),
-        (edit('LISTEN_ADDR: "0.0.0.0:8000"', 'LISTEN_ADDR: "0.0.0.0:８000"', 1),),
+        (edit('LISTEN_ADDR: "0.0.0.0:8000"', 'LISTEN_ADDR: "0.0.0.0:\uff18000"', 1),),
         # aliases of the wrong type are compose-hygiene's; the graph skips them
         (edit("    networks:\n      - glm53\n", "    networks:\n      glm53: {aliases: 5}\n", 1),),
         (edit("    networks:\n      - glm53\n", "    networks:\n      glm53: {aliases: proxy}\n", 1),),
@@ -768,9 +768,15 @@ def test_a_published_port_of_a_service_whose_listener_is_a_variable_is_not_judge
         BASE,
         (
             edit('LISTEN_ADDR: "0.0.0.0:8000"', "LISTEN_ADDR: ${PROXY_LISTEN}", 1),
-            edit("    volumes:\n      - /var/run/tappd.sock", '    ports: ["9000:8000"]\n    volumes:\n      - /var/run/tappd.sock', 1),
+            edit(
+                "    volumes:\n      - /var/run/tappd.sock",
+                '    ports: ["9000:8000"]\n    volumes:\n      - /var/run/tappd.sock',
+                1,
+            ),
         ),
     )
-    assert "ports: [\"9000:8000\"]" in text
+    assert 'ports: ["9000:8000"]' in text
     rows = wiring_findings(write_prod(BASE, text))
-    assert not [row for row in rows if "listens on" in row["message"] and "proxy-glm53 publishes" in row["message"]]
+    assert not [
+        row for row in rows if "listens on" in row["message"] and "proxy-glm53 publishes" in row["message"]
+    ]
