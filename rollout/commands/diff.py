@@ -20,6 +20,7 @@ from rollout.masking import mask_changeset, protect_source
 from rollout.report_diff import RENDERERS
 from rollout.snapshot import (
     BASE_ENV,
+    Snapshot,
     check_paths_exist,
     read_snapshot,
     repo_paths,
@@ -69,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_changeset(args: argparse.Namespace) -> tuple[Path, ChangeSet]:
     """Resolve the refs and paths of `args`, read both sides, compare, mask."""
+    repo, _base, _head, changeset = load_sides(args)
+    return repo, changeset
+
+
+def load_sides(args: argparse.Namespace) -> tuple[Path, Snapshot, Snapshot, ChangeSet]:
+    """`load_changeset` with the bytes it read of each side (the plan reads those, never
+    the files a second time)."""
     repo = git.toplevel(Path.cwd())
     paths = repo_paths(repo, args.paths)
     base = read_snapshot(repo, resolve_base(repo, args.base), paths)
@@ -79,7 +87,7 @@ def load_changeset(args: argparse.Namespace) -> tuple[Path, ChangeSet]:
     for snapshot in (base, head):
         for data in snapshot.files.values():
             protect_source(data)
-    return repo, mask_changeset(compare(base, head, paths))
+    return repo, base, head, mask_changeset(compare(base, head, paths))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,12 +19,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rollout import git, release
+from rollout import release
 from rollout.changes import ChangeSet, FileChange
-from rollout.commands.diff import add_selection_arguments, load_changeset
+from rollout.commands.diff import add_selection_arguments, load_sides
 from rollout.forms import load_documents
 from rollout.plan import NEW_TAG, OLD_TAG, Tags, build_plan
 from rollout.report_plan import RENDERERS
+from rollout.snapshot import Snapshot
 from tierops.errors import InputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 
@@ -105,27 +106,24 @@ def _require_release_name(found: release.TagSet, option: str, name: str) -> None
 Documents = dict[tuple[str, int | None], Mapping[str, Any]]
 
 
-def head_documents(repo: Path, changeset: ChangeSet) -> Documents:
-    """The head's parsed documents of every changed file (roles and checks read them)."""
+def head_documents(head: Snapshot, changeset: ChangeSet) -> Documents:
+    """The head's compared forms of every changed file (roles and checks read them)."""
     paths = [file.path for file in changeset.files if file.error is None]
-    return _documents(repo, changeset.head.commit, paths)
+    return _documents(head, paths)
 
 
-def base_documents(repo: Path, changeset: ChangeSet) -> Documents:
-    """The base's parsed documents, keyed by the base path (a renamed file's old path):
+def base_documents(base: Snapshot, changeset: ChangeSet) -> Documents:
+    """The base's compared forms, keyed by the base path (a renamed file's old path):
     the down steps' profiles and the engines serving before the plan come from them."""
     paths = [file.old_path or file.path for file in changeset.files if file.error is None]
-    return _documents(repo, changeset.base.commit, paths)
+    return _documents(base, paths)
 
 
-def _documents(repo: Path, commit: str | None, paths: list[str]) -> Documents:
+def _documents(snapshot: Snapshot, paths: list[str]) -> Documents:
+    """From the bytes the diff read (the same reading: `rollout.forms.read` keeps it)."""
     documents: Documents = {}
     for path in dict.fromkeys(paths):
-        if commit is None:
-            target = repo / path
-            data = target.read_bytes() if target.is_file() else None
-        else:
-            data = git.show(repo, commit, path)
+        data = snapshot.files.get(path)
         if data is None:
             continue
         try:
@@ -138,9 +136,9 @@ def _documents(repo: Path, commit: str | None, paths: list[str]) -> Documents:
 
 
 def run(args: argparse.Namespace) -> int:
-    repo, changeset = load_changeset(args)
-    heads = head_documents(repo, changeset)
-    bases = base_documents(repo, changeset)
+    repo, base_side, head_side, changeset = load_sides(args)
+    heads = head_documents(head_side, changeset)
+    bases = base_documents(base_side, changeset)
     tags = resolve_tags(repo, changeset, args.tag, args.base_tag)
 
     def head(file: FileChange) -> Mapping[str, Any] | None:
