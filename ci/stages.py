@@ -19,11 +19,11 @@ exits with the tool's own exit code.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -320,18 +320,21 @@ def _docker_plugin() -> Path | None:
 
 def _json_and_markdown(
     command: Sequence[str], context: Context
-) -> tuple[Completed, Completed, dict[str, Any] | None]:
-    """The same command with --format json (the data) and --format markdown (the rendering),
-    run side by side (two processes that only read: one core each)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        data_run = pool.submit(run_command, [*command, "--format", "json"], context, merge=False)
-        markdown_run = pool.submit(run_command, [*command, "--format", "markdown"], context, merge=False)
-        data_proc, markdown_proc = data_run.result(), markdown_run.result()
+) -> tuple[Completed, str, dict[str, Any] | None]:
+    """One run of the command: --format json (the data) on stdout, and the Markdown
+    rendering of the same result written to a file (`--markdown-to`)."""
+    with tempfile.TemporaryDirectory(prefix="tierops-stage-") as scratch:
+        target = Path(scratch) / "report.md"
+        proc = run_command([*command, "--format", "json", "--markdown-to", str(target)], context, merge=False)
+        try:
+            markdown = target.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            markdown = ""  # the run ended before writing it: its exit code and stderr say why
     try:
-        data = json.loads(data_proc.stdout)
+        data = json.loads(proc.stdout)
     except ValueError:
         data = None
-    return data_proc, markdown_proc, data if isinstance(data, dict) else None
+    return proc, markdown, data if isinstance(data, dict) else None
 
 
 def _refs(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -344,10 +347,9 @@ def _refs(data: Mapping[str, Any]) -> dict[str, Any]:
 def _changes_run(
     command: Sequence[str], context: Context, counter: Callable[[Mapping[str, Any]], dict[str, int]]
 ) -> Outcome:
-    data_proc, markdown_proc, data = _json_and_markdown(command, context)
-    code = data_proc.returncode if data_proc.returncode != 0 else markdown_proc.returncode
-    log = markdown_proc.stdout
-    err = data_proc.stderr + markdown_proc.stderr
+    data_proc, log, data = _json_and_markdown(command, context)
+    code = data_proc.returncode
+    err = data_proc.stderr
     if data is None or code not in (0, 2):
         note = _exit_note(code) if code not in (0, 2) else "unreadable JSON report"
         return Outcome(

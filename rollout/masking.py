@@ -57,9 +57,11 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, TextIO
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
+from tierops.atomic import write_bytes_atomic
 from tierops.secrets import TOKEN_SHAPES, entropy, only_references
 from tierops.secrets import secret_key as shared_secret_key
 from tierops.yamlload import MAX_BYTES, LoadError, load_shared
@@ -486,6 +488,15 @@ class MaskingStream(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._target, "encoding", "utf-8") or "utf-8"
+
+
+def write_masked(path: Path, text: str) -> None:
+    """Write a report to a file through this run's boundary (atomically): a file the
+    command writes is output too, and never holds what the boundary masks on stdout."""
+    masker = _ACTIVE.get()
+    if masker is None:
+        raise RuntimeError("write_masked outside the masking boundary")
+    write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ from pathlib import Path
 from rollout import git
 from rollout.changes import ChangeSet
 from rollout.compare import compare
-from rollout.masking import mask_changeset, protect_source
+from rollout.masking import mask_changeset, protect_source, write_masked
 from rollout.report_diff import RENDERERS
 from rollout.snapshot import (
     BASE_ENV,
@@ -58,6 +58,13 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=("text", "markdown", "json"), default="text", help="output format"
     )
+    parser.add_argument(
+        "--markdown-to",
+        metavar="FILE",
+        type=Path,
+        help="also write the Markdown report of the same result to FILE (masked, written atomically): "
+        "one run gives CI both --format json and the Markdown it shows",
+    )
     parser.add_argument("paths", nargs="*", metavar="PATHS", help="files or directories (default: prod)")
 
 
@@ -93,6 +100,8 @@ def load_sides(args: argparse.Namespace) -> tuple[Path, Snapshot, Snapshot, Chan
 def run(args: argparse.Namespace) -> int:
     _, changeset = load_changeset(args)
     sys.stdout.write(RENDERERS[args.format](changeset))
+    if args.markdown_to is not None:
+        write_masked(args.markdown_to, RENDERERS["markdown"](changeset))
     if args.format != "text":  # the text report already carries these lines
         for file in changeset.errors:
             print(f"{file.label}: {file.error}", file=sys.stderr)

@@ -23,6 +23,7 @@ from rollout import release
 from rollout.changes import ChangeSet, FileChange
 from rollout.commands.diff import add_selection_arguments, load_sides
 from rollout.forms import load_documents
+from rollout.masking import write_masked
 from rollout.plan import NEW_TAG, OLD_TAG, Tags, build_plan
 from rollout.report_plan import RENDERERS
 from rollout.snapshot import Snapshot
@@ -149,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
 
     plan = build_plan(changeset, head, tags, base)
     sys.stdout.write(RENDERERS[args.format](plan))
+    if args.markdown_to is not None:
+        write_masked(args.markdown_to, RENDERERS["markdown"](plan))
     if args.format != "text":
         for file in plan.errors:
             print(f"{file.label}: {file.error}", file=sys.stderr)

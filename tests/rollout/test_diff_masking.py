@@ -357,3 +357,29 @@ def test_a_copied_secret_with_quote_and_pipe_is_masked_in_markdown_cells(
         assert code == 0, err
         assert "note" in out
         assert "hunter2" not in out + err, fmt
+
+
+@pytest.mark.parametrize("command", ["diff", "plan"])
+def test_the_markdown_written_beside_json_is_the_markdown_report_and_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """`--markdown-to` (one run gives CI both formats) writes what `--format markdown` prints."""
+    repo = new_repo(tmp_path, {"prod/x.yaml": compose("old")})
+    commit(repo, {"prod/x.yaml": compose("new")}, "head")
+    salt = "a-fixed-salt-for-this-comparison"
+    monkeypatch.setenv("TIEROPS_MASK_SALT", salt)
+    target = tmp_path / "report.md"
+    args = [command, "--base", "HEAD~1"]
+    code, data, err = run_cli(
+        monkeypatch, capsys, repo, [*args, "--format", "json", "--markdown-to", str(target)]
+    )
+    assert code == 0, err
+    code, markdown, err = run_cli(monkeypatch, capsys, repo, [*args, "--format", "markdown"])
+    assert code == 0, err
+    written = target.read_text(encoding="utf-8")
+    assert written == markdown
+    if command == "diff":  # the diff shows the changed secrets, masked (the plan names no values)
+        assert re.search(FINGERPRINT, written)
+    for value in SECRETS.values():
+        assert value not in written
+    assert data.lstrip().startswith("{")  # stdout stays the JSON
