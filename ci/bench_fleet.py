@@ -27,12 +27,12 @@ nothing, so a failing stage stops the benchmark (exit 1).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import copy
 import io
 import itertools
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -122,22 +122,49 @@ def stages(files: Sequence[str]) -> dict[str, list[list[str]]]:
     }
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+def _run_one(argv: Sequence[str], repo: Path, env: Mapping[str, str]) -> float:
+    """Run one command to its end; its own CPU seconds (from its rusage); a failure raises."""
+    with tempfile.TemporaryFile() as output:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=repo,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            output.seek(0)
+            tail = "\n".join(output.read().decode("utf-8", "replace").splitlines()[-10:])
+            raise RuntimeError(f"`{' '.join(argv[:4])} ...` failed (exit {proc.returncode}):\n{tail}")
     return usage.ru_utime + usage.ru_stime
 
 
 def timed(commands: Sequence[Sequence[str]], repo: Path, env: Mapping[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds of the commands, one after the other, with the fleet's copy
-    of the code first on the path; a failure raises."""
+    """Wall and CPU seconds of one stage's commands, one after the other (as its session
+    runs them), with the fleet's copy of the code first on the path; a failure raises."""
     env = {**env, "PYTHONPATH": str(repo)}
-    cpu, started = children_cpu(), time.perf_counter()
-    for argv in commands:
-        proc = subprocess.run(argv, cwd=repo, env=dict(env), capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-10:])
-            raise RuntimeError(f"`{' '.join(argv[:4])} ...` failed (exit {proc.returncode}):\n{tail}")
-    return time.perf_counter() - started, children_cpu() - cpu
+    started = time.perf_counter()
+    cpu = sum(_run_one(argv, repo, env) for argv in commands)
+    return time.perf_counter() - started, cpu
+
+
+def check_once(
+    files: Sequence[str], repo: Path, env: Mapping[str, str], *, serial: bool
+) -> tuple[dict[str, tuple[float, float]], float]:
+    """Every stage once: side by side as a warm `nox -R -s check` runs them (ci/ahead.py),
+    or one after another; each stage's (wall, CPU) and the whole run's wall."""
+    commands = stages(files)
+    started = time.perf_counter()
+    if serial:
+        run = {name: timed(argvs, repo, env) for name, argvs in commands.items()}
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(commands)) as pool:
+            futures = {name: pool.submit(timed, argvs, repo, env) for name, argvs in commands.items()}
+            run = {name: future.result() for name, future in futures.items()}
+    return run, time.perf_counter() - started
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -149,6 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="stacks per fleet")
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the best total is shown")
+    parser.add_argument(
+        "--serial",
+        action="store_true",
+        help="run the stages one after another (each stage's figure alone) instead of side by side as "
+        "a warm `nox -R -s check` runs them",
+    )
     parser.add_argument(
         "--unchanged",
         action="store_true",
@@ -169,34 +202,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"fleet check: {flag}; {os.cpu_count()} CPU(s); Python {platform.python_version()}; "
         f"load average {load:.2f}; best of {args.repeat}; "
-        + ("no stack changed" if args.unchanged else "every stack changed since the base"),
+        + ("no stack changed" if args.unchanged else "every stack changed since the base")
+        + (
+            "; stages one after another"
+            if args.serial
+            else "; stages side by side, as `nox -R -s check` runs them"
+        ),
         flush=True,
     )
     names = list(stages(["f"]))
-    print("seconds, wall (CPU of its processes); CPU/wall above 1: more than one core at work")
+    print(
+        "seconds, wall (CPU of its processes); total: the whole run's wall (CPU of all); "
+        "CPU/wall above 1: more than one core at work"
+    )
     header = "  ".join(f"{name:>13}" for name in names)
     print(f"{'stacks':>6}  {header}  {'total s':>13}  {'ms/stack':>8}  {'CPU/wall':>8}")
     totals: dict[int, float] = {}
     cpus: dict[int, float] = {}
     for size in args.sizes:
-        best: dict[str, tuple[float, float]] | None = None
+        best: tuple[dict[str, tuple[float, float]], float] | None = None
         with tempfile.TemporaryDirectory(prefix="tierops-fleet-") as tmp:
             repo = Path(tmp) / "fleet"
             files = make_fleet(repo, size, edit=not args.unchanged)
             for _ in range(args.repeat):
                 try:
-                    run = {name: timed(commands, repo, env) for name, commands in stages(files).items()}
+                    run = check_once(files, repo, env, serial=args.serial)
                 except RuntimeError as error:
                     print(f"{size} stacks: {error}", file=sys.stderr)
                     return ExitCode.FINDINGS
-                if best is None or sum(w for w, _ in run.values()) < sum(w for w, _ in best.values()):
+                if best is None or run[1] < best[1]:
                     best = run
         assert best is not None
-        wall = sum(w for w, _ in best.values())
-        cpu = sum(c for _, c in best.values())
+        per_stage, wall = best
+        cpu = sum(c for _, c in per_stage.values())
         totals[size] = wall
         cpus[size] = cpu
-        cells = "  ".join(f"{best[name][0]:>6.2f} ({best[name][1]:>4.2f})" for name in names)
+        cells = "  ".join(f"{per_stage[name][0]:>6.2f} ({per_stage[name][1]:>4.2f})" for name in names)
         print(
             f"{size:>6}  {cells}  {wall:>6.2f} ({cpu:>4.2f})  {1000 * wall / size:>8.1f}  {cpu / wall:>8.2f}",
             flush=True,

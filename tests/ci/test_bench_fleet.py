@@ -78,3 +78,24 @@ def test_every_per_file_stage_of_check_is_timed_on_the_stacks() -> None:
     for name in ("validate", "compose", "lint hooks"):
         assert all(command[-2:] == ["prod/a.yaml", "prod/b.yaml"] for command in table[name])
     assert table["diff"][0][3:] == ["diff", "--base", "HEAD", "--format", "json", "prod"]
+
+
+def test_one_check_runs_every_stage_and_reports_each_one_s_own_cpu(tmp_path: Path) -> None:
+    """Side by side (as `nox -R -s check` runs them) and one after another: every stage
+    passes on a real 2-stack fleet, and each stage's CPU is its own processes' CPU."""
+    import os
+
+    from ci.bench_fleet import check_once
+
+    repo = tmp_path / "fleet"
+    files = make_fleet(repo, 2)
+    env = {key: value for key, value in os.environ.items() if key != "GITHUB_ACTIONS"}
+    for serial in (False, True):
+        per_stage, wall = check_once(files, repo, env, serial=serial)
+        assert list(per_stage) == list(stages(files))
+        assert all(cpu > 0 and stage_wall > 0 for stage_wall, cpu in per_stage.values())
+        longest = max(stage_wall for stage_wall, _ in per_stage.values())
+        if serial:
+            assert wall >= sum(stage_wall for stage_wall, _ in per_stage.values()) * 0.99
+        else:
+            assert longest <= wall < sum(stage_wall for stage_wall, _ in per_stage.values()) + 1
