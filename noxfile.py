@@ -110,8 +110,8 @@ def _ready_venv(session: nox.Session, runner: Any) -> Path | None:
     if not (venv / "bin" / "python").exists():
         return None
     group = STAGE_GROUPS[runner.name] or _compose_group()
-    if group is None:
-        return None  # the session skips or fails without running its command
+    if group is None or not (LOCKS / f"{group}.txt").is_file():
+        return None  # the session skips, or fails, without running its command
     if not config.no_install and not lock_stamp(venv, group).exists():
         return None  # the session installs first
     if runner.name == "lint" and not hooks_stamp(venv).exists():

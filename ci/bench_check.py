@@ -2,7 +2,8 @@
 
 Runs `nox -R -s check` once to warm up (it must pass), then, best of --repeat:
 
-- the whole warm `nox -R -s check`;
+- the whole warm `nox -R -s check`, and the same with its stages one after another
+  (`TIEROPS_STAGES_AHEAD=0`: ci/ahead.py);
 - each stage alone, `nox -R -s <stage>` (so each row includes nox's own start-up, shown
   on its own row as `nox -R -l`, which loads the noxfile and runs nothing);
 - this machine's reference: `python -c pass` and `python -c "import ruamel.yaml"` with
@@ -32,10 +33,19 @@ STAGES = ("generated", "validate", "compose", "lint", "typecheck", "diff", "plan
 FLAG = "PYTHONDONTWRITEBYTECODE"
 
 
+# The row that runs `check` with its stages one after another (TIEROPS_STAGES_AHEAD=0,
+# ci/ahead.py): a marker in the row's argv, turned into that variable by run_once.
+SERIAL = "TIEROPS_STAGES_AHEAD=0"
+
+
 def run_once(argv: Sequence[str], env: Mapping[str, str]) -> float:
     """Wall-clock seconds of one run; a failing run raises."""
+    env = dict(env)
+    if SERIAL in argv:
+        argv = [arg for arg in argv if arg != SERIAL]
+        env["TIEROPS_STAGES_AHEAD"] = "0"
     started = time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, env=dict(env), capture_output=True, text=True, check=False)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
@@ -46,7 +56,11 @@ def run_once(argv: Sequence[str], env: Mapping[str, str]) -> float:
 def rows(nox: Sequence[str]) -> dict[str, list[str]]:
     python = ROOT / ".nox" / "generated" / "bin" / "python"
     interpreter = str(python) if python.exists() else sys.executable
-    table = {"nox -R -s check": [*nox, "-R", "-s", "check"], "nox start-up (nox -R -l)": [*nox, "-R", "-l"]}
+    table = {
+        "nox -R -s check": [*nox, "-R", "-s", "check"],
+        "  the same, stages in order": [*nox, "-R", "-s", "check", SERIAL],
+        "nox start-up (nox -R -l)": [*nox, "-R", "-l"],
+    }
     table.update({f"  {stage}": [*nox, "-R", "-s", stage] for stage in STAGES})
     table["python -c pass"] = [interpreter, "-c", "pass"]
     table['python -c "import ruamel.yaml"'] = [interpreter, "-c", "import ruamel.yaml"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ci.bench_check import STAGES, environment_line, rows
 from tests.ci.test_workflows import _session_names
 
@@ -10,6 +12,7 @@ def test_a_row_per_stage_of_check_and_the_two_references() -> None:
     assert list(STAGES) == _session_names()["check"]
     table = rows(["nox"])
     assert table["nox -R -s check"] == ["nox", "-R", "-s", "check"]
+    assert table["  the same, stages in order"] == ["nox", "-R", "-s", "check", "TIEROPS_STAGES_AHEAD=0"]
     assert [table[f"  {stage}"] for stage in STAGES] == [["nox", "-R", "-s", stage] for stage in STAGES]
     assert table["python -c pass"][1:] == ["-c", "pass"]
     assert table['python -c "import ruamel.yaml"'][1:] == ["-c", "import ruamel.yaml"]
@@ -20,3 +23,20 @@ def test_the_environment_says_whether_bytecode_writing_is_off() -> None:
     line = environment_line({})
     assert line.startswith("PYTHONDONTWRITEBYTECODE unset; ")
     assert " CPU(s); Python 3." in line and "load average" in line
+
+
+def test_the_in_order_row_runs_check_with_the_stages_ahead_switched_off(tmp_path: Path) -> None:
+    """The marker is not passed to nox: it becomes TIEROPS_STAGES_AHEAD=0 in the run's environment."""
+    import sys
+
+    from ci.bench_check import SERIAL, run_once
+
+    out = tmp_path / "seen"
+    script = (
+        "import os, sys; "
+        f"open({str(out)!r}, 'w').write(repr((sys.argv[1:], os.environ.get('TIEROPS_STAGES_AHEAD'))))"
+    )
+    run_once([sys.executable, "-c", script, "check", SERIAL], {"PATH": ""})
+    assert out.read_text() == repr((["check"], "0"))
+    run_once([sys.executable, "-c", script, "check"], {"PATH": ""})
+    assert out.read_text() == repr((["check"], None))
