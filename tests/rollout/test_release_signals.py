@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from rollout.tags import KILL_GRACE_ENV, KILL_GRACE_SECONDS, kill_grace_seconds
 from tests.rollout.release_world import ROOT, World, git, isolate_git, make_world
 
 OVERRIDE_TAIL = (
@@ -123,6 +124,8 @@ def test_a_signal_during_the_check_ends_its_process_group_and_removes_the_worktr
     mode: str,
 ) -> None:
     head = git(world.a, "rev-parse", "HEAD")
+    # The SIGKILL path after a short grace instead of the production 5 s (pinned below).
+    monkeypatch.setenv(KILL_GRACE_ENV, "0.5")
     proc, report, command = start_tag(world, tmp_path, monkeypatch, mode)
     reaper.append(proc.pid)
     check, grandchild, worktree = report.read_text(encoding="utf-8").split()
@@ -149,3 +152,11 @@ def test_a_signal_during_the_check_ends_its_process_group_and_removes_the_worktr
         f"{sig.name} during the check of {head[:12]}: ended `{command}` and its process group, "
         f"removed its worktree; {head[:12]} and every newer commit stay untagged\n"
     )
+
+
+def test_the_grace_before_sigkill_is_five_seconds_unless_the_tests_shorten_it() -> None:
+    assert KILL_GRACE_SECONDS == 5.0
+    assert kill_grace_seconds({}) == 5.0
+    assert kill_grace_seconds({KILL_GRACE_ENV: "0.5"}) == 0.5
+    for junk in ("", "soon", "0", "-1", "nan", "inf"):
+        assert kill_grace_seconds({KILL_GRACE_ENV: junk}) == 5.0, junk

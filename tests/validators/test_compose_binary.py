@@ -17,6 +17,7 @@ from tierops.composebin import (
     find_compose,
     packaged_binary,
     pinned_version,
+    verify_packaged,
 )
 from validators.compose import main
 
@@ -80,6 +81,22 @@ def test_a_corrupted_binary_is_refused_and_never_run(tmp_path: Path) -> None:
         ComposeRefused, match=r"refusing to run .*: sha256 [0-9a-f]{64} does not match the committed"
     ):
         find_compose(use_path=False, packaged=corrupted)
+
+
+def test_a_verified_binary_changed_in_place_is_hashed_again_and_refused(tmp_path: Path) -> None:
+    # verify_packaged remembers what it hashed in this process; a rewrite must not pass.
+    genuine = packaged_binary()
+    assert genuine is not None
+    copy = tmp_path / "docker-compose"
+    shutil.copyfile(genuine, copy)
+    verify_packaged(copy)
+    verify_packaged(copy)  # remembered: not hashed again
+    with copy.open("r+b") as handle:  # the same size, one byte flipped
+        byte = handle.read(1)
+        handle.seek(0)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(ComposeRefused, match=r"does not match the committed"):
+        verify_packaged(copy)
 
 
 def test_the_cli_refuses_a_tampered_package_binary(
