@@ -131,14 +131,20 @@ def plants(draw: st.DrawFn) -> Plant:
     place = draw(st.sampled_from(PLACES))
     alphabet = PLAIN if place in ("healthcheck", "healthcheck-shell", "nginx", "script") else RICH
     key = draw(secret_keys())
-    base = draw(_secret(alphabet))
+    secret = _secret(alphabet)
+    if place == "argv-pair":
+        # `--api-key -x...`: the engine's argparse takes a word that starts with `-` for
+        # the next option, never for the value (the engine would not start), so no
+        # reading of the file sees it as this flag's value.
+        secret = secret.filter(lambda s: not s.startswith("-"))
+    base = draw(secret)
     # Same on both sides (a rename, a copy), changed, added or removed.
     head = draw(st.sampled_from(["same", "changed", "added", "removed"]))
     if place in ("renamed-secret", "copied"):
         head = draw(st.sampled_from(["same", "changed"]))
     elif place == "renamed-innocent":
         head = "same"  # a new value under an innocent key only is no secret on either side
-    new = {"same": base, "changed": draw(_secret(alphabet)), "added": base, "removed": None}[head]
+    new = {"same": base, "changed": draw(secret), "added": base, "removed": None}[head]
     return Plant(place, key, None if head == "added" else base, new)
 
 
