@@ -246,6 +246,40 @@ _ASSIGNMENT = re.compile(
 )
 
 
+# What every finding of `Masker._add_line` needs somewhere in its line: a word a secret
+# key is made of (each of tierops.secrets.SECRET_WORDS and _SECRET_ENDINGS contains one
+# of these, so do the header names of _HEADER), a Basic/Bearer scheme, a token shape, or
+# a run of 24 letters and digits (random runs and hex tokens). A line without any of
+# them holds nothing to collect, and most lines of a compose file are such lines: two
+# searches instead of the full reading (issue 9). A superset by construction, never a
+# judgement of what is secret; tests/rollout/test_diff_masking.py pins both facts.
+# The words are looked for in the lower-cased line, which matches what the
+# case-insensitive patterns match only in ASCII text (Unicode case folding pairs U+017F
+# with `s` and U+212A with `k`): a line with any other character is read in full.
+SECRET_WORD_PARTS = (
+    "token",
+    "secret",
+    "pass",
+    "pwd",
+    "key",
+    "cred",
+    "auth",
+    "bearer",
+    "cookie",
+    "pat",
+    "basic",
+)
+_WORD_PART = re.compile("|".join(SECRET_WORD_PARTS))
+_SHAPED = re.compile("(?<![A-Za-z0-9+=_])[A-Za-z0-9+=_]{24}|" + _SHAPES.pattern)
+
+
+def worth_reading(line: str) -> bool:
+    """Whether `Masker._add_line` could find anything in `line` (False: surely not)."""
+    if not line.isascii():
+        return True
+    return _WORD_PART.search(line.lower()) is not None or _SHAPED.search(line) is not None
+
+
 def _unquote(text: str) -> str:
     text = text.strip().rstrip(";,")
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
@@ -336,6 +370,8 @@ class Masker:
                 self.add_document(document)
 
     def _add_line(self, line: str) -> None:
+        if not worth_reading(line):
+            return
         for match in _ASSIGNMENT.finditer(line):
             if secret_key(match.group("key").lstrip("$")):
                 self.add_value(_unquote(match.group("value")))

@@ -357,3 +357,53 @@ def test_a_copied_secret_with_quote_and_pipe_is_masked_in_markdown_cells(
         assert code == 0, err
         assert "note" in out
         assert "hunter2" not in out + err, fmt
+
+
+def test_every_secret_word_and_header_name_holds_a_part_the_line_filter_looks_for() -> None:
+    """The boundary skips a line with none of SECRET_WORD_PARTS in it (issue 9): that is
+    only safe while every word that makes a key secret, and every header name, holds one."""
+    from rollout.masking import SECRET_WORD_PARTS
+    from tierops import secrets
+
+    words = {*secrets.SECRET_WORDS, *secrets._SECRET_ENDINGS}
+    headers = {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-auth-token",
+        "private-token",
+    }
+    for word in sorted(words | headers | {"bearer", "basic"}):
+        assert any(part in word for part in SECRET_WORD_PARTS), word
+
+
+LINES = [
+    "    image: lmsysorg/sglang:v0.5.16",
+    '      - "--option-05"',
+    "      DB_PASSWORD: hunter2-but-longer",
+    "      dbPass=s3cretvalue9",
+    "      HF_TOKEN: " + "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "    proxy_set_header X-Api-Key abcdef123456;",
+    "    curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA==' http://x",
+    "      ba\u017fic dXNlcjpwYXNz and \u212aEY=longvalue1",  # Unicode folds U+017F with s, U+212A with k
+    "      AKIA" + "ABCDEFGHIJKLMNOP and xox" + "b-0123456789-abc",
+    "      note: Zq8Rk2Lm9Xv4Tn7Pb3Hw6Jd1Fs5Gc0Ya",
+    "      digest: 0123456789abcdef0123456789abcdef0123",
+    "      --max-prefill-tokens 32768 --api-key=sk-" + "a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p-q",
+    "      path: /etc/nginx/tls/privkey.pem",
+]
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_the_line_filter_never_skips_a_line_the_full_reading_collects_from(
+    line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rollout import masking
+
+    filtered = masking.Masker()
+    filtered.add_text(line)
+    monkeypatch.setattr(masking, "worth_reading", lambda _line: True)
+    full = masking.Masker()
+    full.add_text(line)
+    assert filtered._shown == full._shown
