@@ -14,6 +14,7 @@ from rollout.commands import diff, plan, release
 from rollout.masking import boundary
 from tierops.cli import guarded, parse
 from tierops.exitcodes import epilog
+from tierops.yamlload import no_gc
 
 COMMANDS: dict[str, ModuleType] = {
     diff.NAME: diff,
@@ -47,5 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     # Everything the command prints, by any path, passes the masking boundary (issue 11).
-    with boundary():
+    # The cyclic collector is paused for the run: a diff holds hundreds of thousands of
+    # small containers and makes no cycles worth collecting, and the collector's passes
+    # over them cost a tenth of the run (issue 9).
+    with boundary(), no_gc():
         return guarded(lambda: int(COMMANDS[args.command].run(args)), tool="rollout")
