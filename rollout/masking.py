@@ -273,11 +273,14 @@ _WORD_PART = re.compile("|".join(SECRET_WORD_PARTS))
 _SHAPED = re.compile("(?<![A-Za-z0-9+=_])[A-Za-z0-9+=_]{24}|" + _SHAPES.pattern)
 
 
+def holds_a_word_part(text: str) -> bool:
+    """Whether `text` could hold a secret-like key (False: surely not)."""
+    return not text.isascii() or _WORD_PART.search(text.lower()) is not None
+
+
 def worth_reading(line: str) -> bool:
     """Whether `Masker._add_line` could find anything in `line` (False: surely not)."""
-    if not line.isascii():
-        return True
-    return _WORD_PART.search(line.lower()) is not None or _SHAPED.search(line) is not None
+    return holds_a_word_part(line) or _SHAPED.search(line) is not None
 
 
 def _unquote(text: str) -> str:
@@ -323,7 +326,17 @@ class Masker:
 
     def add_document(self, node: Any, secret: bool = False) -> None:
         """Walk parsed YAML: values under secret-like keys, argv pairs, inline text."""
-        if isinstance(node, Mapping):
+        if isinstance(node, str):  # most nodes: tested first, before the ABC checks
+            if secret:
+                self.add_value(node)
+            if node not in self._seen:
+                self.add_text(node)
+        elif isinstance(node, list):
+            words = [item for item in node if isinstance(item, str)]
+            self._add_argv(words)
+            for item in node:
+                self.add_document(item, secret)
+        elif isinstance(node, Mapping):
             for key, value in node.items():
                 name = str(key)
                 if name == "secrets" and isinstance(value, (Mapping, list)):
@@ -336,15 +349,6 @@ class Masker:
                         self.add_document(entry, secret)
                     continue
                 self.add_document(value, secret or secret_key(name))
-        elif isinstance(node, list):
-            words = [item for item in node if isinstance(item, str)]
-            self._add_argv(words)
-            for item in node:
-                self.add_document(item, secret)
-        elif isinstance(node, str):
-            if secret:
-                self.add_value(node)
-            self.add_text(node)
 
     def add_text(self, text: str) -> None:
         """Inline text (a config, a script, a shell command, one argv word)."""
@@ -393,6 +397,10 @@ class Masker:
                 self.add_value(_unquote(words[index + 1]))
 
     def _add_argv(self, words: list[str]) -> None:
+        # A secret flag or `KEY=` holds a secret-word part (see worth_reading): a list
+        # with none in any word (most argv, every list of ports or GPUs) has no pair.
+        if not holds_a_word_part("\n".join(words)):
+            return
         for index, word in enumerate(words):
             if word.startswith("-"):
                 flag, eq, value = word.partition("=")

@@ -407,3 +407,27 @@ def test_the_line_filter_never_skips_a_line_the_full_reading_collects_from(
     full = masking.Masker()
     full.add_text(line)
     assert filtered._shown == full._shown
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["sglang", "serve", "--option-05", "value-1", "--port", "8000"],
+        ["sglang", "serve", "--api-key", "k3y-value-1", "--port", "8000"],
+        ["curl", "--pass=hunter2hunter2"],
+        ["env", "DB_PASSWORD=hunter2-but-longer", "run"],
+        ["tool", "--\u212aey", "value-of-a-folded-key"],  # U+212A folds with k
+        ["0", "1", "2", "3"],
+    ],
+)
+def test_the_argv_filter_never_skips_a_list_the_full_reading_collects_from(
+    words: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rollout import masking
+
+    filtered = masking.Masker()
+    filtered.add_document({"command": words})
+    monkeypatch.setattr(masking, "holds_a_word_part", lambda _text: True)
+    full = masking.Masker()
+    full.add_document({"command": words})
+    assert filtered._shown == full._shown
