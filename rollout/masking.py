@@ -51,7 +51,6 @@ import io
 import json
 import os
 import re
-import secrets as _random_source
 import shlex
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -77,7 +76,7 @@ __all__ = [
 SALT_ENV = "TIEROPS_MASK_SALT"
 # The fingerprints' salt: a secret the operator holds (a CI secret) makes them the same
 # from run to run; without it, a random one for this run (see docs/diff-and-plan.md).
-SALT = os.environ.get(SALT_ENV, "").encode("utf-8") or _random_source.token_bytes(16)
+SALT = os.environ.get(SALT_ENV, "").encode("utf-8") or os.urandom(16)  # what secrets.token_bytes reads
 # Values shorter than this are masked only as whole words (`abc` not inside `abcdef`).
 _WHOLE_WORD_BELOW = 8
 

@@ -444,7 +444,7 @@ class _Composer:
                 stack.append(_Frame(container, event.anchor))
             elif kind in (_MAP_END, _SEQ_END):
                 frame = stack.pop()
-                if frame.is_map:
+                if frame.merge_sources:
                     _apply_merges(frame)
                 if frame.anchor:
                     self.open_anchors.discard(frame.anchor)
