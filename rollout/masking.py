@@ -172,6 +172,8 @@ _HEADER = re.compile(
     r"[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?(?P<a>[^\s\"',;}\]\\]+)"
     r"|\b(?:bearer|basic)\s+(?P<b>[A-Za-z0-9._~+/=-]{8,})"
 )
+# What every `_HEADER` match holds, lower-cased (its words are matched ignoring case).
+_HEADER_WORDS = ("authorization", "api-key", "auth-token", "private-token", "bearer", "basic")
 # Random-looking runs. tierops.secrets.high_entropy also flags service names and config
 # variants (`model-sg-glm53-w4afp8-tp4-r1`); in a report that would hide the very
 # names an operator reads, so the boundary asks for more: mixed case and two digits.
@@ -300,6 +302,10 @@ class Masker:
         self._pattern: re.Pattern[str] | None = None
         # Base and head share most of their text: each text and line is read once.
         self._seen: set[str] = set()
+        # A report repeats its lines (a plan's payloads, file after file): each distinct
+        # line is masked once, for as long as no secret is added (see `mask`).
+        self._masked_lines: dict[str, str] = {}
+        self._multiline = False  # a known spelling holds a line break
 
     # -- adding
 
@@ -314,6 +320,8 @@ class Masker:
             if spelling not in self._shown:
                 self._shown[spelling] = shown
                 self._pattern = None
+                self._masked_lines.clear()
+                self._multiline = self._multiline or "\n" in spelling
         lines = [line.strip() for line in literal.splitlines()]
         if len(lines) > 1:  # a PEM block or a multi-line password: each line on its own too
             for line in lines:
@@ -424,7 +432,29 @@ class Masker:
     # -- masking
 
     def mask(self, text: str) -> str:
-        """`text` with every known secret value, then every credential shape, masked."""
+        """`text` with every known secret value, then every credential shape, masked.
+
+        Line by line (each distinct line once) when nothing can match across a line
+        break: no known spelling holds one, and no header or scheme word is in the text
+        (`_HEADER`'s spaces may span lines; no other shape has a line break). Otherwise
+        the text is masked whole. Both give the same text (issue 9: a 100-stack plan is
+        7 MB of JSON, most of it repeated lines).
+        """
+        if "\n" not in text or self._multiline or not text.isascii():
+            return self._mask_whole(text)
+        lowered = text.lower()
+        if any(word in lowered for word in _HEADER_WORDS):
+            return self._mask_whole(text)
+        masked = self._masked_lines
+        out = []
+        for line in text.split("\n"):
+            shown = masked.get(line)
+            if shown is None:
+                shown = masked[line] = self._mask_whole(line)
+            out.append(shown)
+        return "\n".join(out)
+
+    def _mask_whole(self, text: str) -> str:
         if self._shown:
             # Every place a known spelling starts (overlapping ones too: with secrets
             # `abcdefgh` and `efghijkl`, `abcdefghijkl` must not show its tail), merged.

@@ -431,3 +431,40 @@ def test_the_argv_filter_never_skips_a_list_the_full_reading_collects_from(
     full = masking.Masker()
     full.add_document({"command": words})
     assert filtered._shown == full._shown
+
+
+TEXTS = [
+    '{\n  "a": "hunter2-but-longer",\n  "b": "hunter2-but-longer"\n}\n',
+    "Authorization:\n  s3cr3tcredential\n",  # a header's spaces span the line break
+    "curl -H 'Authorization: Basic s3cr3tcred'\nnext line\n",
+    "token " + "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345" + "\nsame\nsame\n",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n",
+    "multi line1-of-secret\nline2-of-secret end\n",
+    "caf\u00e9 hunter2-but-longer\n",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_masking_line_by_line_gives_what_masking_the_whole_text_gives(text: str) -> None:
+    """`Masker.mask` masks each distinct line once when nothing can match across a line
+    break (issue 9); the result must be the whole text's masking, byte for byte."""
+    from rollout.masking import Masker
+
+    for secrets in (["hunter2-but-longer"], ["hunter2-but-longer", "line1-of-secret\nline2-of-secret"]):
+        masker = Masker()
+        for secret in secrets:
+            masker.add_value(secret)
+        twice = text * 2
+        assert masker.mask(twice) == masker._mask_whole(twice)
+        assert masker.mask(twice) == masker.mask(twice)  # the kept lines give the same again
+    assert masker._multiline and not Masker()._multiline
+
+
+def test_a_secret_added_after_a_line_was_masked_is_masked_in_that_line_too() -> None:
+    from rollout.masking import Masker
+
+    masker = Masker()
+    text = "a: added-later-value\nb: other\n"
+    assert masker.mask(text) == text
+    masker.add_value("added-later-value")
+    assert "added-later-value" not in masker.mask(text)
