@@ -222,7 +222,34 @@ def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def mask_text(text: str) -> str:
-    """`text` with every credential-shaped part replaced by its fingerprint."""
+    """`text` with every credential-shaped part replaced by its fingerprint.
+
+    Line by line, each distinct line once, where no shape can span a line break (see
+    `lines_apart`): the same text as masking it whole, in a fraction of the time on a
+    report that repeats its lines (issue 9).
+    """
+    if "\n" in text and lines_apart(text):
+        masked: dict[str, str] = {}
+        out = []
+        for line in text.split("\n"):
+            shown = masked.get(line)
+            if shown is None:
+                shown = masked[line] = _mask_shapes(line)
+            out.append(shown)
+        return "\n".join(out)
+    return _mask_shapes(text)
+
+
+def lines_apart(text: str) -> bool:
+    """Whether no credential shape in `text` can span a line break: only `_HEADER`'s
+    spaces can, and only after one of its words (looked for lower-cased in ASCII text)."""
+    if not text.isascii():
+        return False
+    lowered = text.lower()
+    return not any(word in lowered for word in _HEADER_WORDS)
+
+
+def _mask_shapes(text: str) -> str:
     if not text:
         return text
     spans = _merged(shape_spans(text))
@@ -440,10 +467,7 @@ class Masker:
         the text is masked whole. Both give the same text (issue 9: a 100-stack plan is
         7 MB of JSON, most of it repeated lines).
         """
-        if "\n" not in text or self._multiline or not text.isascii():
-            return self._mask_whole(text)
-        lowered = text.lower()
-        if any(word in lowered for word in _HEADER_WORDS):
+        if "\n" not in text or self._multiline or not lines_apart(text):
             return self._mask_whole(text)
         masked = self._masked_lines
         out = []

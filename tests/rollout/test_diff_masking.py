@@ -460,6 +460,14 @@ def test_masking_line_by_line_gives_what_masking_the_whole_text_gives(text: str)
     assert masker._multiline and not Masker()._multiline
 
 
+@pytest.mark.parametrize("text", TEXTS)
+def test_shapes_masked_line_by_line_are_the_shapes_of_the_whole_text(text: str) -> None:
+    from rollout.masking import _mask_shapes
+
+    twice = text * 2
+    assert mask_text(twice) == _mask_shapes(twice)
+
+
 def test_a_secret_added_after_a_line_was_masked_is_masked_in_that_line_too() -> None:
     from rollout.masking import Masker
 
