@@ -231,18 +231,27 @@ def load_bytes(raw: bytes, path: str) -> Loaded:
 
 
 def load_shared(raw: bytes, path: str) -> Loaded:
-    """`load_bytes`, kept per process by the bytes: for readers that change nothing.
+    """`load_bytes`, kept per process by the bytes (a refusal too): for readers that change nothing.
 
     The rollout tools read each file more than once (the diff's model, the masking
     boundary, the plan); they share one parse. The documents are shared too: nothing
     that reads through this may change them (`tierops.canonical.build` does not).
     """
-    return replace(_shared(raw), path=path)
+    loaded = _shared(raw)
+    if isinstance(loaded, LoadError):
+        raise LoadError(loaded.pos, loaded.message)
+    return replace(loaded, path=path)
 
 
 @functools.lru_cache(maxsize=512)
-def _shared(raw: bytes) -> Loaded:
-    return load_bytes(raw, "<shared>")
+def _shared(raw: bytes) -> Loaded | LoadError:
+    # A refusal is kept too: the masking boundary meets the same inline script in every
+    # file of a fleet, and each reading of it failed twice (libyaml, then the pure parser).
+    try:
+        return load_bytes(raw, "<shared>")
+    except LoadError as error:
+        error.__traceback__ = None
+        return error
 
 
 def _load_bytes(raw: bytes, path: str) -> Loaded:
