@@ -51,7 +51,6 @@ import io
 import json
 import os
 import re
-import secrets as _random_source
 import shlex
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -79,7 +78,7 @@ __all__ = [
 SALT_ENV = "TIEROPS_MASK_SALT"
 # The fingerprints' salt: a secret the operator holds (a CI secret) makes them the same
 # from run to run; without it, a random one for this run (see docs/diff-and-plan.md).
-SALT = os.environ.get(SALT_ENV, "").encode("utf-8") or _random_source.token_bytes(16)
+SALT = os.environ.get(SALT_ENV, "").encode("utf-8") or os.urandom(16)  # what secrets.token_bytes reads
 # Values shorter than this are masked only as whole words (`abc` not inside `abcdef`).
 _WHOLE_WORD_BELOW = 8
 
@@ -175,6 +174,8 @@ _HEADER = re.compile(
     r"[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?(?P<a>[^\s\"',;}\]\\]+)"
     r"|\b(?:bearer|basic)\s+(?P<b>[A-Za-z0-9._~+/=-]{8,})"
 )
+# What every `_HEADER` match holds, lower-cased (its words are matched ignoring case).
+_HEADER_WORDS = ("authorization", "api-key", "auth-token", "private-token", "bearer", "basic")
 # Random-looking runs. tierops.secrets.high_entropy also flags service names and config
 # variants (`model-sg-glm53-w4afp8-tp4-r1`); in a report that would hide the very
 # names an operator reads, so the boundary asks for more: mixed case and two digits.
@@ -223,7 +224,34 @@ def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def mask_text(text: str) -> str:
-    """`text` with every credential-shaped part replaced by its fingerprint."""
+    """`text` with every credential-shaped part replaced by its fingerprint.
+
+    Line by line, each distinct line once, where no shape can span a line break (see
+    `lines_apart`): the same text as masking it whole, in a fraction of the time on a
+    report that repeats its lines (issue 9).
+    """
+    if "\n" in text and lines_apart(text):
+        masked: dict[str, str] = {}
+        out = []
+        for line in text.split("\n"):
+            shown = masked.get(line)
+            if shown is None:
+                shown = masked[line] = _mask_shapes(line)
+            out.append(shown)
+        return "\n".join(out)
+    return _mask_shapes(text)
+
+
+def lines_apart(text: str) -> bool:
+    """Whether no credential shape in `text` can span a line break: only `_HEADER`'s
+    spaces can, and only after one of its words (looked for lower-cased in ASCII text)."""
+    if not text.isascii():
+        return False
+    lowered = text.lower()
+    return not any(word in lowered for word in _HEADER_WORDS)
+
+
+def _mask_shapes(text: str) -> str:
     if not text:
         return text
     spans = _merged(shape_spans(text))
@@ -248,6 +276,46 @@ _ASSIGNMENT = re.compile(
 )
 
 
+# What every finding of `Masker._add_line` needs somewhere in its line: a word a secret
+# key is made of (each of tierops.secrets.SECRET_WORDS and _SECRET_ENDINGS contains one
+# of these, so do the header names of _HEADER), a Basic/Bearer scheme, a token shape, or
+# a run of 24 letters and digits (random runs and hex tokens). A line without any of
+# them holds nothing to collect, and most lines of a compose file are such lines: three
+# searches instead of the full reading (issue 9). A superset by construction, never a
+# judgement of what is secret; tests/rollout/test_diff_masking.py pins both facts.
+# The words are looked for in the lower-cased line, which matches what the
+# case-insensitive patterns match only in ASCII text (Unicode case folding pairs U+017F
+# with `s` and U+212A with `k`): a line with any other character is read in full.
+SECRET_WORD_PARTS = (
+    "token",
+    "secret",
+    "pass",
+    "pwd",
+    "key",
+    "cred",
+    "auth",
+    "bearer",
+    "cookie",
+    "pat",
+    "basic",
+)
+_WORD_PART = re.compile("|".join(SECRET_WORD_PARTS))
+# A run of 24, looked for only where a run starts (each retry inside a run is wasted).
+_RUN_24 = re.compile("(?<![A-Za-z0-9+=_])[A-Za-z0-9+=_]{24}")
+
+
+def holds_a_word_part(text: str) -> bool:
+    """Whether `text` could hold a secret-like key (False: surely not)."""
+    return not text.isascii() or _WORD_PART.search(text.lower()) is not None
+
+
+def worth_reading(lines: list[str]) -> list[str]:
+    """The lines in which `Masker._add_line` could find anything (in the others, surely
+    nothing). One pass over all lines: a call per line was most of the boundary's time."""
+    word, run, shape = _WORD_PART.search, _RUN_24.search, _SHAPES.search
+    return [line for line in lines if not line.isascii() or word(line.lower()) or run(line) or shape(line)]
+
+
 def _unquote(text: str) -> str:
     text = text.strip().rstrip(";,")
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
@@ -263,6 +331,10 @@ class Masker:
         self._pattern: re.Pattern[str] | None = None
         # Base and head share most of their text: each text and line is read once.
         self._seen: set[str] = set()
+        # A report repeats its lines (a plan's payloads, file after file): each distinct
+        # line is masked once, for as long as no secret is added (see `mask`).
+        self._masked_lines: dict[str, str] = {}
+        self._multiline = False  # a known spelling holds a line break
 
     # -- adding
 
@@ -277,6 +349,8 @@ class Masker:
             if spelling not in self._shown:
                 self._shown[spelling] = shown
                 self._pattern = None
+                self._masked_lines.clear()
+                self._multiline = self._multiline or "\n" in spelling
         lines = [line.strip() for line in literal.splitlines()]
         if len(lines) > 1:  # a PEM block or a multi-line password: each line on its own too
             for line in lines:
@@ -291,7 +365,17 @@ class Masker:
 
     def add_document(self, node: Any, secret: bool = False) -> None:
         """Walk parsed YAML: values under secret-like keys, argv pairs, inline text."""
-        if isinstance(node, Mapping):
+        if isinstance(node, str):  # most nodes: tested first, before the ABC checks
+            if secret:
+                self.add_value(node)
+            if node not in self._seen:
+                self.add_text(node)
+        elif isinstance(node, list):
+            words = [item for item in node if isinstance(item, str)]
+            self._add_argv(words)
+            for item in node:
+                self.add_document(item, secret)
+        elif isinstance(node, Mapping):
             for key, value in node.items():
                 name = str(key)
                 if name == "secrets" and isinstance(value, (Mapping, list)):
@@ -304,15 +388,6 @@ class Masker:
                         self.add_document(entry, secret)
                     continue
                 self.add_document(value, secret or secret_key(name))
-        elif isinstance(node, list):
-            words = [item for item in node if isinstance(item, str)]
-            self._add_argv(words)
-            for item in node:
-                self.add_document(item, secret)
-        elif isinstance(node, str):
-            if secret:
-                self.add_value(node)
-            self.add_text(node)
 
     def add_text(self, text: str) -> None:
         """Inline text (a config, a script, a shell command, one argv word)."""
@@ -321,10 +396,14 @@ class Masker:
         self._seen.add(text)
         if "\n" in text or text.lstrip().startswith(("{", "[")):
             self._add_yaml(text)
-        for line in text.splitlines():
-            if line not in self._seen:
-                self._seen.add(line)
-                self._add_line(line)
+        lines = text.splitlines()
+        if len(lines) == 1 and lines[0] == text:
+            return  # one line, just seen (most texts: a word, a value)
+        # every line once (base and head share most of theirs), and only those worth it
+        fresh = [line for line in dict.fromkeys(lines) if line not in self._seen]
+        self._seen.update(fresh)
+        for line in worth_reading(fresh):
+            self._add_line(line)
 
     def _add_yaml(self, text: str) -> None:
         """Parsed by the one loader (tierops/yamlload.py), within its depth, size and alias
@@ -359,6 +438,10 @@ class Masker:
                 self.add_value(_unquote(words[index + 1]))
 
     def _add_argv(self, words: list[str]) -> None:
+        # A secret flag or `KEY=` holds a secret-word part (see worth_reading): a list
+        # with none in any word (most argv, every list of ports or GPUs) has no pair.
+        if not holds_a_word_part("\n".join(words)):
+            return
         for index, word in enumerate(words):
             if word.startswith("-"):
                 flag, eq, value = word.partition("=")
@@ -378,7 +461,26 @@ class Masker:
     # -- masking
 
     def mask(self, text: str) -> str:
-        """`text` with every known secret value, then every credential shape, masked."""
+        """`text` with every known secret value, then every credential shape, masked.
+
+        Line by line (each distinct line once) when nothing can match across a line
+        break: no known spelling holds one, and no header or scheme word is in the text
+        (`_HEADER`'s spaces may span lines; no other shape has a line break). Otherwise
+        the text is masked whole. Both give the same text (issue 9: a 100-stack plan is
+        7 MB of JSON, most of it repeated lines).
+        """
+        if "\n" not in text or self._multiline or not lines_apart(text):
+            return self._mask_whole(text)
+        masked = self._masked_lines
+        out = []
+        for line in text.split("\n"):
+            shown = masked.get(line)
+            if shown is None:
+                shown = masked[line] = self._mask_whole(line)
+            out.append(shown)
+        return "\n".join(out)
+
+    def _mask_whole(self, text: str) -> str:
         if self._shown:
             # Every place a known spelling starts (overlapping ones too: with secrets
             # `abcdefgh` and `efghijkl`, `abcdefghijkl` must not show its tail), merged.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
 
 # --------------------------------------------------------------------------- durations
 
@@ -129,6 +128,8 @@ def go_float(value: float) -> str:  # noqa: PLR0911 (one return per form of the 
         return "+Inf" if value > 0 else "-Inf"
     if value == 0:
         return "-0" if math.copysign(1, value) < 0 else "0"
+    from decimal import Decimal  # here: a float in a string field is rare, the import is not free
+
     sign, digits_tuple, exponent = Decimal(repr(value)).normalize().as_tuple()
     assert isinstance(exponent, int)
     digits = "".join(str(d) for d in digits_tuple)

@@ -41,7 +41,7 @@ import gc
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -231,18 +231,27 @@ def load_bytes(raw: bytes, path: str) -> Loaded:
 
 
 def load_shared(raw: bytes, path: str) -> Loaded:
-    """`load_bytes`, kept per process by the bytes: for readers that change nothing.
+    """`load_bytes`, kept per process by the bytes (a refusal too): for readers that change nothing.
 
     The rollout tools read each file more than once (the diff's model, the masking
     boundary, the plan); they share one parse. The documents are shared too: nothing
     that reads through this may change them (`tierops.canonical.build` does not).
     """
-    return replace(_shared(raw), path=path)
+    loaded = _shared(raw)
+    if isinstance(loaded, LoadError):
+        raise LoadError(loaded.pos, loaded.message)
+    return replace(loaded, path=path)
 
 
 @functools.lru_cache(maxsize=512)
-def _shared(raw: bytes) -> Loaded:
-    return load_bytes(raw, "<shared>")
+def _shared(raw: bytes) -> Loaded | LoadError:
+    # A refusal is kept too: the masking boundary meets the same inline script in every
+    # file of a fleet, and each reading of it failed twice (libyaml, then the pure parser).
+    try:
+        return load_bytes(raw, "<shared>")
+    except LoadError as error:
+        error.__traceback__ = None
+        return error
 
 
 def _load_bytes(raw: bytes, path: str) -> Loaded:
@@ -262,12 +271,13 @@ def _load_bytes(raw: bytes, path: str) -> Loaded:
         text = text[1:]
     parser = "libyaml"
     try:
-        composer = _compose(text, _libyaml_events(text))
+        composer = _libyaml_compose(text)
     except _Refused:
         # libyaml (YAML 1.1) refused something; yaml.v3 and ruamel's pure parser
         # (YAML 1.2) may accept it. Their verdict is the one that counts.
         parser = "pure"
-        composer = _compose(text, _pure_events(text))
+        composer = _Composer(text)
+        composer.feed(functools.partial(next, _pure_events(text), None))
     if not composer.documents:
         raise LoadError(START, "empty compose file; expected a mapping (services: ...)")
     return Loaded(
@@ -287,21 +297,20 @@ class _Refused(Exception):
     """libyaml could not parse the text (the pure parser gets a turn)."""
 
 
-def _libyaml_events(text: str) -> Iterator[Any]:
+def _libyaml_compose(text: str) -> _Composer:
     if _C_LOADER is None:  # PyYAML built without libyaml: the pure parser reads everything
         raise _Refused
     loader = _C_LOADER(text)
-    get = loader.get_event  # one C call an event (yaml.parse adds a check_event each)
+    composer = _Composer(text)
     try:
-        while True:
-            event = get()
-            if event is None:
-                return
-            yield event
+        # One C call an event (yaml.parse adds a check_event each), and no generator
+        # between the parser and the composer (its resumes cost a fifth of the loader).
+        composer.feed(loader.get_event)
     except yaml.YAMLError:
         raise _Refused from None
     finally:
         loader.dispose()
+    return composer
 
 
 def _pure_events(text: str) -> Iterator[Any]:
@@ -374,11 +383,12 @@ class _Composer:
         self.stack: list[_Frame] = []
         self.root: list[tuple[Any, Pos]] = []
 
-    def feed(self, events: Iterable[Any]) -> None:  # noqa: PLR0912 (one branch per event kind)
+    def feed(self, next_event: Callable[[], Any]) -> None:  # noqa: PLR0912, PLR0915 (a branch per event kind, scalar steps inline)
+        """Compose the events `next_event` returns, until it returns None."""
         stack = self.stack
         kinds: dict[type, str] = {}
         attach = self._attach
-        for event in events:
+        while (event := next_event()) is not None:
             cls = type(event)
             kind = kinds.get(cls)
             if kind is None:
@@ -394,15 +404,41 @@ class _Composer:
                     # An empty value (`key:`): the two parsers place it differently (after
                     # the colon, or at the next token); it is pointed at by its key.
                     attach(value, self._empty_pos(start.index), 1, True, True, None)
+                    continue
+                pos = _new_pos((start.line + 1, start.column + 1))
+                span = (start.index, event.end_mark.index)
+                # Most events are a scalar key, value or item of an ordinary collection:
+                # `_attach`'s steps for them, inline (a third of the loader's time went
+                # to calling it, issue 9). A merge key, a duplicate key, the document
+                # root and a budget overrun take the general path.
+                frame = stack[-1] if stack else None
+                if frame is None or frame.merging or self.nodes >= MAX_NODES:
+                    attach(value, pos, 1, not style, True, span)
+                elif not frame.is_map:
+                    self.nodes += 1
+                    frame.weight += 1
+                    items: YList = frame.value  # type: ignore[assignment]
+                    items.append(value)
+                    items.item_pos.append(pos)
+                    items.item_span.append(span)
+                elif frame.key is not _NO_KEY:
+                    self.nodes += 1
+                    frame.weight += 1
+                    mapping: YMap = frame.value  # type: ignore[assignment]
+                    key = frame.key
+                    mapping[key] = value
+                    mapping.key_pos[key] = frame.key_pos
+                    mapping.value_pos[key] = pos
+                    mapping.value_span[key] = span
+                    frame.key = _NO_KEY
                 else:
-                    attach(
-                        value,
-                        _new_pos((start.line + 1, start.column + 1)),
-                        1,
-                        not style,
-                        True,
-                        (start.index, event.end_mark.index),
-                    )
+                    key = value if type(value) is str else key_text(value)
+                    if key == _MERGE or key in frame.value.key_pos:  # type: ignore[union-attr]
+                        attach(value, pos, 1, not style, True, span)
+                    else:
+                        self.nodes += 1
+                        frame.weight += 1
+                        frame.key, frame.key_pos = key, pos
             elif kind in (_MAP_START, _SEQ_START):
                 if len(stack) >= MAX_DEPTH:
                     # Checked before the deeper node is parsed: the rest of the file is
@@ -417,7 +453,7 @@ class _Composer:
                 stack.append(_Frame(container, event.anchor))
             elif kind in (_MAP_END, _SEQ_END):
                 frame = stack.pop()
-                if frame.is_map:
+                if frame.merge_sources:
                     _apply_merges(frame)
                 if frame.anchor:
                     self.open_anchors.discard(frame.anchor)
@@ -518,12 +554,6 @@ class _Composer:
                 mapping.value_span[frame.key] = span
         frame.key = _NO_KEY
         frame.merging = False
-
-
-def _compose(text: str, events: Iterator[Any]) -> _Composer:
-    composer = _Composer(text)
-    composer.feed(events)
-    return composer
 
 
 def _apply_merges(frame: _Frame) -> None:

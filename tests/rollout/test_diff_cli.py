@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -159,6 +160,20 @@ def test_help_shows_the_exit_codes(
     assert code == 0
     assert "TIEROPS_BASE_REF" in out
     assert "exit codes:\n  0  clean\n  1  changes found (only with --exit-code)\n  2  usage error" in out
+
+
+def test_every_command_is_registered_under_its_name_and_listed_in_the_top_level_help(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rollout.cli import COMMANDS, command
+
+    code, out, _ = run_cli(monkeypatch, capsys, tmp_path, ["--help"])
+    assert code == 0
+    for name in COMMANDS:
+        module = command(name)
+        assert name == module.NAME
+        first_words = " ".join(module.HELP.split()[:3])
+        assert re.search(rf"^    {name} +{re.escape(first_words)}", out, re.MULTILINE), name
 
 
 def test_python_dash_m_rollout_diff_runs_as_a_program(tmp_path: Path) -> None:

@@ -383,3 +383,124 @@ def test_the_markdown_written_beside_json_is_the_markdown_report_and_masked(
     for value in SECRETS.values():
         assert value not in written
     assert data.lstrip().startswith("{")  # stdout stays the JSON
+
+
+def test_every_secret_word_and_header_name_holds_a_part_the_line_filter_looks_for() -> None:
+    """The boundary skips a line with none of SECRET_WORD_PARTS in it (issue 9): that is
+    only safe while every word that makes a key secret, and every header name, holds one."""
+    from rollout.masking import SECRET_WORD_PARTS
+    from tierops import secrets
+
+    words = {*secrets.SECRET_WORDS, *secrets._SECRET_ENDINGS}
+    headers = {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-auth-token",
+        "private-token",
+    }
+    for word in sorted(words | headers | {"bearer", "basic"}):
+        assert any(part in word for part in SECRET_WORD_PARTS), word
+
+
+LINES = [
+    "    image: lmsysorg/sglang:v0.5.16",
+    '      - "--option-05"',
+    "      DB_PASSWORD: hunter2-but-longer",
+    "      dbPass=s3cretvalue9",
+    "      HF_TOKEN: " + "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "    proxy_set_header X-Api-Key abcdef123456;",
+    "    curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA==' http://x",
+    "      ba\u017fic dXNlcjpwYXNz and \u212aEY=longvalue1",  # Unicode folds U+017F with s, U+212A with k
+    "      AKIA" + "ABCDEFGHIJKLMNOP and xox" + "b-0123456789-abc",
+    "      note: Zq8Rk2Lm9Xv4Tn7Pb3Hw6Jd1Fs5Gc0Ya",
+    "      digest: 0123456789abcdef0123456789abcdef0123",
+    "      --max-prefill-tokens 32768 --api-key=sk-" + "a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p-q",
+    "      path: /etc/nginx/tls/privkey.pem",
+]
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_the_line_filter_never_skips_a_line_the_full_reading_collects_from(
+    line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rollout import masking
+
+    filtered = masking.Masker()
+    filtered.add_text(line)
+    monkeypatch.setattr(masking, "worth_reading", list)
+    full = masking.Masker()
+    full.add_text(line)
+    assert filtered._shown == full._shown
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["sglang", "serve", "--option-05", "value-1", "--port", "8000"],
+        ["sglang", "serve", "--api-key", "k3y-value-1", "--port", "8000"],
+        ["curl", "--pass=hunter2hunter2"],
+        ["env", "DB_PASSWORD=hunter2-but-longer", "run"],
+        ["tool", "--\u212aey", "value-of-a-folded-key"],  # U+212A folds with k
+        ["0", "1", "2", "3"],
+    ],
+)
+def test_the_argv_filter_never_skips_a_list_the_full_reading_collects_from(
+    words: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rollout import masking
+
+    filtered = masking.Masker()
+    filtered.add_document({"command": words})
+    monkeypatch.setattr(masking, "holds_a_word_part", lambda _text: True)
+    full = masking.Masker()
+    full.add_document({"command": words})
+    assert filtered._shown == full._shown
+
+
+TEXTS = [
+    '{\n  "a": "hunter2-but-longer",\n  "b": "hunter2-but-longer"\n}\n',
+    "Authorization:\n  s3cr3tcredential\n",  # a header's spaces span the line break
+    "curl -H 'Authorization: Basic s3cr3tcred'\nnext line\n",
+    "token " + "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz012345" + "\nsame\nsame\n",
+    "-----BEGIN RSA "
+    + "PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA "
+    + "PRIVATE KEY-----\n",  # assembled: the hook
+    "multi line1-of-secret\nline2-of-secret end\n",
+    "caf\u00e9 hunter2-but-longer\n",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_masking_line_by_line_gives_what_masking_the_whole_text_gives(text: str) -> None:
+    """`Masker.mask` masks each distinct line once when nothing can match across a line
+    break (issue 9); the result must be the whole text's masking, byte for byte."""
+    from rollout.masking import Masker
+
+    for secrets in (["hunter2-but-longer"], ["hunter2-but-longer", "line1-of-secret\nline2-of-secret"]):
+        masker = Masker()
+        for secret in secrets:
+            masker.add_value(secret)
+        twice = text * 2
+        assert masker.mask(twice) == masker._mask_whole(twice)
+        assert masker.mask(twice) == masker.mask(twice)  # the kept lines give the same again
+    assert masker._multiline and not Masker()._multiline
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_shapes_masked_line_by_line_are_the_shapes_of_the_whole_text(text: str) -> None:
+    from rollout.masking import _mask_shapes
+
+    twice = text * 2
+    assert mask_text(twice) == _mask_shapes(twice)
+
+
+def test_a_secret_added_after_a_line_was_masked_is_masked_in_that_line_too() -> None:
+    from rollout.masking import Masker
+
+    masker = Masker()
+    text = "a: added-later-value\nb: other\n"
+    assert masker.mask(text) == text
+    masker.add_value("added-later-value")
+    assert "added-later-value" not in masker.mask(text)

@@ -284,3 +284,17 @@ def test_a_shared_reading_is_left_as_read_by_the_canonical_model(text: str) -> N
         canonical.build(again, project_dir=".").services["app"].fields
         == canonical.build(load_bytes(raw, "c.yaml"), project_dir=".").services["app"].fields
     )
+
+
+def test_a_shared_refusal_is_kept_and_raised_again_the_same() -> None:
+    from tierops.yamlload import _shared, load_shared
+
+    text = b"#!/bin/sh\necho a: b: c\n[unclosed\n"
+    errors = []
+    for _ in range(2):
+        with pytest.raises(LoadError) as caught:
+            load_shared(text, "<inline>")
+        errors.append((caught.value.pos, caught.value.message))
+    assert errors[0] == errors[1]
+    kept = _shared(text)  # the refusal, read once
+    assert isinstance(kept, LoadError) and errors[0] == (kept.pos, kept.message)
