@@ -5,6 +5,9 @@ The git hook (`pre-commit install`) keeps running every hook. `nox -s check` run
 
 - `generated` and `validators` are skipped: the `generated` and `validate` sessions
   run the same commands on every prod file, in the same `nox -s check`;
+- `compose-schema` is skipped: the `compose` session renders every prod file with the
+  real Compose binary, which validates it against its compose-spec schema (the
+  Compose release that deploys it) before it renders;
 - the meta hooks (`check-hooks-apply`, `check-useless-excludes`) judge the hook
   configuration against the set of tracked files, so they run only when one of those
   changed against the base commit: `.pre-commit-config.yaml` differs, or a file was
@@ -26,8 +29,18 @@ from typing import NamedTuple
 CONFIG = ".pre-commit-config.yaml"
 BASE_ENV = "TIEROPS_BASE_REF"
 ALL_ENV = "TIEROPS_LINT_ALL"
-# hook id -> the session of `nox -s check` that runs the same command
-DUPLICATED = {"generated": "generated", "validators": "validate"}
+# hook id -> (the session of `nox -s check` that does the same check, how)
+DUPLICATED = {
+    "generated": ("generated", "runs the same check"),
+    "validators": ("validate", "runs the same check"),
+    # compose-go validates the file against its compose-spec schema before anything else
+    # (`validating FILE: services.x.restart must be a string`), with the Compose release
+    # that deploys it: tests/validators/test_compose_check.py pins that it does.
+    "compose-schema": (
+        "compose",
+        "renders every prod file with the real Compose, which validates it against its compose-spec schema",
+    ),
+}
 META = ("check-hooks-apply", "check-useless-excludes")
 
 
@@ -79,9 +92,7 @@ def scope(repo: Path, environ: Mapping[str, str] | None = None) -> Scope:
     if _truthy(env.get(ALL_ENV)):
         return Scope(caller, (f"{ALL_ENV} is set: every hook runs",))
     skip = list(caller)
-    reasons = [
-        f"skips {hook}: `nox -s {session}` runs the same check" for hook, session in DUPLICATED.items()
-    ]
+    reasons = [f"skips {hook}: `nox -s {session}` {how}" for hook, (session, how) in DUPLICATED.items()]
     skip += DUPLICATED
     base, how = base_commit(repo, env)
     why = "no base commit" if base is None else meta_inputs_changed(repo, base)

@@ -1,4 +1,4 @@
-"""`python -m ci.schemas FILE...` (the `schemas` pre-commit hook): both vendored schema checks, one process.
+"""`python -m ci.schemas FILE...` (the `compose-schema` and `workflow-schema` pre-commit hooks).
 
 Each file goes to check-jsonschema's own command with the built-in schema its path
 selects, exactly as two separate hooks would run it:
@@ -8,10 +8,10 @@ selects, exactly as two separate hooks would run it:
 | `prod/*.yaml` | `vendor.compose-spec` (check-jsonschema's own hook only matches `compose*.yaml`) |
 | `.github/workflows/*.yml` | `vendor.github-workflows` |
 
-Why one process: importing check-jsonschema (jsonschema, referencing, the regex and
-format libraries) is most of what a schema hook costs, and two hooks paid it twice
-on every `nox -s lint`. Output and exit code are check-jsonschema's (the worst of the
-two runs); a file no schema claims is a usage error (2), never silently passed.
+Both hooks run this command (each on the files its `files:` selects), so one call
+with files of both kinds checks each against its own schema in one process. Output and
+exit code are check-jsonschema's (the worst of the runs); a file no schema claims is a
+usage error (2), never silently passed.
 """
 
 from __future__ import annotations

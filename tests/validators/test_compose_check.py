@@ -230,3 +230,30 @@ def test_module_entry_point_smoke(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "3 of 3 file(s) rendered; 0 problem(s)"
+
+
+# What check-jsonschema's compose-spec hook would refuse in a prod file, each refused by
+# the compose check first: `nox -s check` skips that hook (ci/lint_scope.py) on this.
+SCHEMA_VIOLATIONS = {
+    "restart: 5": "services.x.restart must be a string",
+    'ports: "8000"': "services.x.ports must be a array",
+    "imagee: busybox": "services.x additional properties 'imagee' not allowed",
+    "healthcheck: {test: [CMD, x], interval: 5}": "services.x.healthcheck.interval must be a string",
+    "deploy: {resources: {reservations: {devices: [{capabilities: gpu}]}}}": (
+        "services.x.deploy.resources.reservations.devices.0.capabilities must be a array"
+    ),
+    "labels: {a: {b: c}}": "services.x.labels.a must be a boolean, null, number or string",
+}
+
+
+@pytest.mark.parametrize("body", list(SCHEMA_VIOLATIONS))
+def test_the_real_compose_validates_every_file_against_its_compose_spec_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str
+) -> None:
+    compose_file = tmp_path / "x.yaml"
+    compose_file.write_text(f"services:\n  x:\n    image: busybox\n    {body}\n", encoding="utf-8")
+    code, lines, err = _run(capsys, "--rendered-dir", str(tmp_path / "r"), str(compose_file))
+    assert code == 1 and err == ""
+    failed = [line for line in lines if line.startswith("FAILED")]
+    assert len(failed) == 1 and failed[0].endswith(f"validating {compose_file}: {SCHEMA_VIOLATIONS[body]}")
+    assert [finding.rsplit(" ", 1)[-1] for finding in _findings(lines)] == ["(compose-config)"]
