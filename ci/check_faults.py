@@ -2,19 +2,21 @@
 
 In a throwaway clone of HEAD (uncommitted changes are not in it: commit first), with
 this checkout's nox environments (`nox --envdir .nox -r`), it runs the real
-`nox -s check` five times:
+`nox -s check` six times:
 
   1. clean: it passes and writes build/check-matrix.json;
   2. clean again: the same record but for durations (issue 13's repeat run);
   3. a one-byte edit of a prod file: `generated` fails;
   4. a validator finding (an image pinned by tag, not by digest): `validate` fails,
      with a compose-hygiene finding;
-  5. a variable missing from ci/dummy.env: `compose` fails, with dummy-missing findings.
+  5. a variable missing from ci/dummy.env: `compose` fails, with dummy-missing findings;
+  6. a compose-spec violation (`restart: 5`): `compose` fails, with a compose-config
+     finding (lint's compose-spec hook is left to compose inside `check`).
 
 Each fault is made on a clean reset of the clone. A fault counts as caught when the
 check exits non-zero and its record says the named stage failed with that rule.
 Prints one line per run; exits 1 when any run does not behave. stdlib only: it runs
-in nox's own interpreter. Slow on purpose (five whole checks), so it is a script,
+in nox's own interpreter. Slow on purpose (six whole checks), so it is a script,
 not a test; tests/ci/test_check_faults.py keeps its faults applicable.
 """
 
@@ -72,6 +74,16 @@ FAULTS = (
         "",
         "compose",
         "dummy-missing",
+    ),
+    # Once lint's compose-spec hook; inside `check` that hook is left to compose
+    # (ci/lint_scope.py), whose binary refuses `restart: 5` against its schema.
+    Fault(
+        "a compose-spec violation",
+        "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml",
+        "    restart: unless-stopped\n",
+        "    restart: 5\n",
+        "compose",
+        "compose-config",
     ),
 )
 

@@ -16,15 +16,16 @@ from ci.check_faults import FAULTS, ROOT, Fault, apply, caught, rule_counts, sta
 from tests.ci.matrix_records import FILES, cell, sample_record
 
 
-def test_the_faults_are_a_byte_edit_a_validator_finding_and_a_missing_dummy() -> None:
+def test_the_faults_are_a_byte_edit_a_validator_finding_a_missing_dummy_and_a_schema_violation() -> None:
     assert [(fault.stage, fault.rule) for fault in FAULTS] == [
         ("generated", None),
         ("validate", "compose-hygiene"),
         ("compose", "dummy-missing"),
+        ("compose", "compose-config"),
     ]
 
 
-@pytest.mark.parametrize("fault", FAULTS, ids=[fault.stage for fault in FAULTS])
+@pytest.mark.parametrize("fault", FAULTS, ids=[fault.name for fault in FAULTS])
 def test_each_fault_applies_to_the_repository_and_changes_its_file(tmp_path: Path, fault: Fault) -> None:
     (tmp_path / fault.path).parent.mkdir(parents=True)
     shutil.copyfile(ROOT / fault.path, tmp_path / fault.path)
