@@ -58,7 +58,7 @@ STAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "compose": ("python", "-m", "validators.compose"),
     "lint": ("pre-commit", "run", "--all-files", "--show-diff-on-failure"),
     "typecheck": ("mypy",),
-    "diff": ("python", "-m", "rollout", "diff"),  # the stage adds --format json|markdown
+    "diff": ("python", "-m", "rollout", "diff"),  # the stage adds --format json --markdown-to FILE
     "plan": ("python", "-m", "rollout", "plan"),
 }
 STAGE_GROUPS: dict[str, str | None] = {
