@@ -398,7 +398,11 @@ class Masker:
             self._add_yaml(text)
         lines = text.splitlines()
         if len(lines) == 1 and lines[0] == text:
-            return  # one line, just seen (most texts: a word, a value)
+            # One line (most texts: a word, a value), read too: a scalar is not its line in
+            # the file when the file escapes it (`"DB_PASSWORD=s3cr\x65t"` prints `s3cret`).
+            for line in worth_reading(lines):
+                self._add_line(line)
+            return
         # every line once (base and head share most of theirs), and only those worth it
         fresh = [line for line in dict.fromkeys(lines) if line not in self._seen]
         self._seen.update(fresh)

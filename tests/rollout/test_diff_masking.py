@@ -504,3 +504,25 @@ def test_a_secret_added_after_a_line_was_masked_is_masked_in_that_line_too() -> 
     assert masker.mask(text) == text
     masker.add_value("added-later-value")
     assert "added-later-value" not in masker.mask(text)
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        '    labels:\n      com.example.note: "DB_PASSWORD=s3cr\\x65t-longvalue{v}"\n',
+        '    command: ["sh", "-c", "export API_TOKEN=t0k\\u0065n-longvalue{v} && exec app"]\n',
+        '    healthcheck:\n      test: ["CMD-SHELL", "curl -H \\"X-Api-Key: p\\x61ss-longvalue{v}\\" http://x/"]\n',
+    ],
+    ids=["label", "command", "healthcheck"],
+)
+def test_a_secret_assignment_escaped_in_the_file_is_masked_as_it_is_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], place: str
+) -> None:
+    """The file's line holds `\\x65`, the diff prints `e`: the one-line scalar itself is read."""
+    head = "services:\n  s:\n    image: busybox\n"
+    everything = outputs(
+        tmp_path, monkeypatch, capsys, head + place.format(v="1"), head + place.format(v="2")
+    )
+    for printed in ("s3cret-longvalue", "t0ken-longvalue", "pass-longvalue"):
+        assert printed not in everything
+    assert re.search(FINGERPRINT, everything)
