@@ -422,8 +422,12 @@ class Masker:
 
     def _add_line(self, line: str) -> None:
         for match in _ASSIGNMENT.finditer(line):
+            value = match.group("value")
             if secret_key(match.group("key").lstrip("$")):
-                self.add_value(_unquote(match.group("value")))
+                self.add_value(_unquote(value))
+            elif "=" in value or ":" in value:
+                # `NOTE=DB_PASS=s3cret`: the innocent key's value holds an assignment of its own
+                self._add_assignments(_unquote(value))
         if ("-" in line or "=" in line) and _names_a_secret(line):
             try:
                 words = shlex.split(line) if "'" in line or '"' in line else line.split()
@@ -435,6 +439,15 @@ class Masker:
             self._add_directive(stripped.rstrip(";").split())
         for start, end in shape_spans(line):
             self._add_literal(line[start:end])
+
+    def _add_assignments(self, text: str) -> None:
+        """The assignments inside a value (each level strictly shorter: it ends)."""
+        for match in _ASSIGNMENT.finditer(text):
+            value = match.group("value")
+            if secret_key(match.group("key").lstrip("$")):
+                self.add_value(_unquote(value))
+            elif ("=" in value or ":" in value) and len(value) < len(text):
+                self._add_assignments(_unquote(value))
 
     def _add_directive(self, words: list[str]) -> None:
         for index, word in enumerate(words[:-1]):

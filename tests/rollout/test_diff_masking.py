@@ -512,8 +512,9 @@ def test_a_secret_added_after_a_line_was_masked_is_masked_in_that_line_too() -> 
         '    labels:\n      com.example.note: "DB_PASSWORD=s3cr\\x65t-longvalue{v}"\n',
         '    command: ["sh", "-c", "export API_TOKEN=t0k\\u0065n-longvalue{v} && exec app"]\n',
         '    healthcheck:\n      test: ["CMD-SHELL", "curl -H \\"X-Api-Key: p\\x61ss-longvalue{v}\\" http://x/"]\n',
+        '    environment:\n      - "NOTE=DB_PASS=p\\x61ss-longvalue{v}"\n',
     ],
-    ids=["label", "command", "healthcheck"],
+    ids=["label", "command", "healthcheck", "assignment-in-a-value"],
 )
 def test_a_secret_assignment_escaped_in_the_file_is_masked_as_it_is_printed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], place: str
