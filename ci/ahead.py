@@ -103,6 +103,7 @@ class Ahead:
         )
         run = Run(name, tuple(argv), started_by, process, output)
         self._runs[name] = run
+        _exit_on_sigterm()
         return run
 
     def take(self, name: str) -> Run | None:
@@ -127,3 +128,15 @@ class Ahead:
                     os.killpg(run.process.pid, signal.SIGKILL)
                 run.process.wait()
             run.output.close()
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM (a cancelled job, `kill`) ends nox through its exit handlers, so stop_all
+    ends the runs too: they are in sessions of their own, out of reach of a signal to
+    nox's process group. A handler someone else installed is kept."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)

@@ -100,3 +100,36 @@ def test_a_program_is_taken_from_the_environment_or_not_at_all(tmp_path: Path) -
 def test_the_switch(value: str | None, on: bool) -> None:
     environ = {} if value is None else {ahead.SWITCH: value}
     assert ahead.enabled(environ) is on
+
+
+def test_a_terminated_nox_ends_the_runs_it_started(tmp_path: Path) -> None:
+    """SIGTERM to the process holding the runs (nox) ends them too, not only Ctrl-C."""
+    import signal
+    import subprocess
+    import textwrap
+
+    marker = tmp_path / "run.pid"
+    script = textwrap.dedent(
+        f"""
+        import os, sys, time
+        from pathlib import Path
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from ci import ahead
+        runs = ahead.Ahead()
+        run = runs.start("lint", [{PY!r}, "-c", "import time; time.sleep(60)"], dict(os.environ), Path("."), "t")
+        Path({str(marker)!r}).write_text(str(run.process.pid))
+        time.sleep(60)
+        """
+    )
+    holder = subprocess.Popen([PY, "-c", script])
+    deadline = time.monotonic() + 10
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    started = int(marker.read_text())
+    holder.send_signal(signal.SIGTERM)
+    assert holder.wait(timeout=10) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 5
+    while _alive(started):
+        assert time.monotonic() < deadline, "the run outlived the terminated nox"
+        time.sleep(0.02)
