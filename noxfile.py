@@ -38,7 +38,7 @@ LOCKS = ROOT / "ci" / "lock"
 LOCK_PYTHON = "3.11"
 
 sys.path.insert(0, str(ROOT))
-from ci import ahead, bytecode, lint_scope  # noqa: E402  (stdlib only: safe in nox's own interpreter)
+from ci import ahead, bytecode, lint_scope, tmpdirs  # noqa: E402  (stdlib only: safe in nox's own interpreter)
 
 _compiled = False
 
@@ -381,7 +381,14 @@ def tests(session: nox.Session) -> None:
     # test modules on every run: about 2.5 s of CPU per worker. The test run allows
     # writing (into gitignored `__pycache__/` only); the project's modules keep the
     # checked-hash pycs compile_project just wrote, which Python reads, not rewrites.
-    session.run("python", "-m", "pytest", *args, env={"PYTHONDONTWRITEBYTECODE": None})
+    env: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None}
+    # The tests' repositories and renders on a RAM filesystem when a usable one exists
+    # (ci/tmpdirs.py: never over your own TMPDIR); their atomic writes fsync every file.
+    ram = tmpdirs.ram_tmpdir(os.environ)
+    if ram is not None:
+        session.log(f"temporary files in {ram} (a tmpfs; set TMPDIR to choose another place)")
+        env["TMPDIR"] = str(ram)
+    session.run("python", "-m", "pytest", *args, env=env)
 
 
 @nox.session

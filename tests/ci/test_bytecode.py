@@ -92,4 +92,17 @@ def test_the_test_session_lets_pytest_keep_its_rewritten_modules() -> None:
     assert len(runs) == 1
     assert ast.unparse(runs[0]).startswith("session.run('python', '-m', 'pytest', *args")
     env = next(keyword.value for keyword in runs[0].keywords if keyword.arg == "env")
-    assert ast.literal_eval(env) == {"PYTHONDONTWRITEBYTECODE": None}
+    assert ast.unparse(env) == "env"
+    # the session's `env` starts as exactly this (a TMPDIR may be added: ci/tmpdirs.py)
+    start = next(
+        node.value
+        for node in ast.walk(session)
+        if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "env" and node.value is not None
+    )
+    assert ast.literal_eval(start) == {"PYTHONDONTWRITEBYTECODE": None}
+    assignments = [
+        ast.unparse(node)
+        for node in ast.walk(session)
+        if isinstance(node, ast.Assign) and any("env" in ast.unparse(target) for target in node.targets)
+    ]
+    assert assignments == ["env['TMPDIR'] = str(ram)"]
