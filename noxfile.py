@@ -80,7 +80,7 @@ def stage(session: nox.Session, name: str, *command: str, env: dict[str, str] | 
     In a `check` the first stage session starts the stages queued behind it (ci/ahead.py);
     a stage started so is waited for here, its output printed, its exit code the session's.
     """
-    argv = ("python", "-m", "ci.stage", name, "--", *(command or STAGE_COMMANDS[name]))
+    argv = _stage_argv(name, command or STAGE_COMMANDS[name])
     run = AHEAD.take(name)
     if run is not None:
         session.log(f"{' '.join(argv)}  (started {run.started_by}; waiting for it)")
@@ -93,6 +93,10 @@ def stage(session: nox.Session, name: str, *command: str, env: dict[str, str] | 
         return
     start_ahead(session)
     session.run(*argv, env={**(env or {}), RUN_ENV: RUN_ID})
+
+
+def _stage_argv(name: str, command: tuple[str, ...]) -> tuple[str, ...]:
+    return ("python", "-m", "ci.stage", name, "--", *command)
 
 
 def _stage_env(name: str) -> dict[str, str]:
@@ -133,15 +137,11 @@ def start_ahead(session: nox.Session) -> None:
         if runner.name not in STAGE_COMMANDS:
             continue
         venv = _ready_venv(session, runner)
-        argv = (
-            None
-            if venv is None
-            else ahead.resolve(
-                ["python", "-m", "ci.stage", runner.name, "--", *STAGE_COMMANDS[runner.name]], venv
-            )
-        )
-        if venv is None or argv is None:
+        if venv is None:
             continue
+        argv = ahead.resolve(_stage_argv(runner.name, STAGE_COMMANDS[runner.name]), venv)
+        if argv is None:
+            continue  # its program is not in its environment: the session will say so
         env = ahead.venv_environment(venv, os.environ, {**_stage_env(runner.name), RUN_ENV: RUN_ID})
         AHEAD.start(runner.name, argv, env, ROOT, started_by=f"by the {session.name} session")
         started.append(runner.name)

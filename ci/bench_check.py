@@ -33,19 +33,16 @@ STAGES = ("generated", "validate", "compose", "lint", "typecheck", "diff", "plan
 FLAG = "PYTHONDONTWRITEBYTECODE"
 
 
-# The row that runs `check` with its stages one after another (TIEROPS_STAGES_AHEAD=0,
-# ci/ahead.py): a marker in the row's argv, turned into that variable by run_once.
-SERIAL = "TIEROPS_STAGES_AHEAD=0"
+# The row that runs `check` with its stages one after another (ci/ahead.py), and the
+# variable it runs with.
+IN_ORDER = "  the same, stages in order"
+ROW_ENV = {IN_ORDER: {"TIEROPS_STAGES_AHEAD": "0"}}
 
 
 def run_once(argv: Sequence[str], env: Mapping[str, str]) -> float:
     """Wall-clock seconds of one run; a failing run raises."""
-    env = dict(env)
-    if SERIAL in argv:
-        argv = [arg for arg in argv if arg != SERIAL]
-        env["TIEROPS_STAGES_AHEAD"] = "0"
     started = time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(argv, cwd=ROOT, env=dict(env), capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
@@ -58,7 +55,7 @@ def rows(nox: Sequence[str]) -> dict[str, list[str]]:
     interpreter = str(python) if python.exists() else sys.executable
     table = {
         "nox -R -s check": [*nox, "-R", "-s", "check"],
-        "  the same, stages in order": [*nox, "-R", "-s", "check", SERIAL],
+        IN_ORDER: [*nox, "-R", "-s", "check"],  # with ROW_ENV
         "nox start-up (nox -R -l)": [*nox, "-R", "-l"],
     }
     table.update({f"  {stage}": [*nox, "-R", "-s", stage] for stage in STAGES})
@@ -76,7 +73,7 @@ def measure(nox: Sequence[str], envs: Sequence[Mapping[str, str]], repeat: int) 
     for label, argv in rows(nox).items():
         for _ in range(repeat):
             for column, env in zip(best, envs, strict=True):
-                elapsed = run_once(argv, env)
+                elapsed = run_once(argv, {**env, **ROW_ENV.get(label, {})})
                 column[label] = min(column.get(label, elapsed), elapsed)
     return best
 

@@ -14,7 +14,7 @@ repository, with the project on PYTHONPATH):
   compose       python -m validators.compose FILES (variable scan, one real render per file, in parallel)
   lint's hooks  python -m ci.file_checks FILES (the per-file hook `nox -s check` runs on prod
                 files; the compose-spec hook it leaves to `compose`: ci/lint_scope.py)
-  diff, plan    python -m rollout diff|plan --base HEAD --format json prod
+  diff, plan    python -m rollout diff|plan --base HEAD --format json --markdown-to FILE prod
 
 `generated` does not apply (the generators write exactly the three prod files),
 `typecheck` and the rest of `lint` read code, not prod files, and the collector needs
@@ -118,8 +118,37 @@ def stages(files: Sequence[str]) -> dict[str, list[list[str]]]:
             ]
         ],
         "lint hooks": [[py, "-m", "ci.file_checks", *files]],
-        "diff": [[py, "-m", "rollout", "diff", "--base", "HEAD", "--format", "json", "prod"]],
-        "plan": [[py, "-m", "rollout", "plan", "--base", "HEAD", "--format", "json", "prod"]],
+        # as their stages run them (ci/stages.py): the JSON, and the Markdown to a file
+        "diff": [
+            [
+                py,
+                "-m",
+                "rollout",
+                "diff",
+                "--base",
+                "HEAD",
+                "--format",
+                "json",
+                "--markdown-to",
+                "build/diff.md",
+                "prod",
+            ]
+        ],
+        "plan": [
+            [
+                py,
+                "-m",
+                "rollout",
+                "plan",
+                "--base",
+                "HEAD",
+                "--format",
+                "json",
+                "--markdown-to",
+                "build/plan.md",
+                "prod",
+            ]
+        ],
     }
 
 

@@ -61,6 +61,7 @@ from typing import Any, TextIO
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from tierops.atomic import write_bytes_atomic
+from tierops.errors import OutputError, UsageError
 from tierops.secrets import TOKEN_SHAPES, entropy, only_references
 from tierops.secrets import secret_key as shared_secret_key
 from tierops.yamlload import MAX_BYTES, LoadError, load_shared
@@ -421,13 +422,7 @@ class Masker:
                 self.add_document(document)
 
     def _add_line(self, line: str) -> None:
-        for match in _ASSIGNMENT.finditer(line):
-            value = match.group("value")
-            if secret_key(match.group("key").lstrip("$")):
-                self.add_value(_unquote(value))
-            elif "=" in value or ":" in value:
-                # `NOTE=DB_PASS=s3cret`: the innocent key's value holds an assignment of its own
-                self._add_assignments(_unquote(value))
+        self._add_assignments(line)
         if ("-" in line or "=" in line) and _names_a_secret(line):
             try:
                 words = shlex.split(line) if "'" in line or '"' in line else line.split()
@@ -441,7 +436,8 @@ class Masker:
             self._add_literal(line[start:end])
 
     def _add_assignments(self, text: str) -> None:
-        """The assignments inside a value (each level strictly shorter: it ends)."""
+        """Every `KEY=value` / `KEY: value` with a secret-like key, and those inside an
+        innocent key's value (`NOTE=DB_PASS=s3cret`; each level strictly shorter: it ends)."""
         for match in _ASSIGNMENT.finditer(text):
             value = match.group("value")
             if secret_key(match.group("key").lstrip("$")):
@@ -615,7 +611,13 @@ def write_masked(path: Path, text: str) -> None:
     masker = _ACTIVE.get()
     if masker is None:
         raise RuntimeError("write_masked outside the masking boundary")
-    write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
+    if path.is_dir():
+        raise UsageError("is a directory", where=str(path), hint="give the report a file name")
+    try:
+        write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise OutputError(f"cannot write the Markdown report: {reason}", where=str(path)) from None
 
 
 @contextlib.contextmanager

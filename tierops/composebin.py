@@ -33,7 +33,7 @@ INSTALL_HINT = (
 PROBE_TIMEOUT_S = 20.0
 CONFIG_TIMEOUT_S = 120.0
 # Go's garbage collector off for these short-lived processes: a render allocates about
-# 60 MB and exits, and collecting was half of its CPU time (90 ms a render, 60 ms
+# 60 MB and exits, and collecting was a third of its CPU time (90 ms a render, 60 ms
 # without). GOMEMLIMIT still collects should one process ever near 1 GiB. Two
 # variables compose's interpolation now sees; the dummy-missing rule (our own scanner)
 # still flags a prod file that names one without a dummy value. A caller that sets
@@ -95,10 +95,9 @@ def packaged_binary() -> Path | None:
 
 
 # The binaries this process has hashed and found matching, by (device, inode, size,
-# mtime, ctime, expected sha256), with the version each printed: a rewrite, a
-# replacement or a copy is hashed and asked again. One run finds compose once; an
+# mtime, ctime, expected sha256): a rewrite, a replacement or a copy is hashed again. One run finds compose once; an
 # in-process caller (the tests run `release rollback` dozens of times) would otherwise
-# hash 76 MB and start the binary every time.
+# hash 76 MB every time.
 Identity = tuple[int, int, int, int, int, str]
 _VERIFIED: set[Identity] = set()
 

@@ -527,3 +527,21 @@ def test_a_secret_assignment_escaped_in_the_file_is_masked_as_it_is_printed(
     for printed in ("s3cret-longvalue", "t0ken-longvalue", "pass-longvalue"):
         assert printed not in everything
     assert re.search(FINGERPRINT, everything)
+
+
+@pytest.mark.parametrize("command", ["diff", "plan"])
+def test_a_markdown_target_that_cannot_be_written_is_one_line_never_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    repo = new_repo(tmp_path, {"prod/x.yaml": compose("old")})
+    commit(repo, {"prod/x.yaml": compose("new")}, "head")
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    args = [command, "--base", "HEAD~1", "--format", "json", "--markdown-to"]
+    code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, str(folder)])
+    assert (code, err) == (2, f"{folder}: is a directory; give the report a file name\n")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, str(blocker / "report.md")])
+    assert code == 3 and err.startswith(f"{blocker / 'report.md'}: cannot write the Markdown report: ")
+    assert "Traceback" not in err and err.count("\n") == 1
