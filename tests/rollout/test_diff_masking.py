@@ -14,6 +14,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rollout.masking import boundary, fingerprint, mask_text, secret_key
 from tests.rollout.diffkit import commit, new_repo, run_cli
@@ -433,6 +435,57 @@ def test_the_line_filter_never_skips_a_line_the_full_reading_collects_from(
     full = masking.Masker()
     full.add_text(line)
     assert filtered._shown == full._shown
+
+
+def _line_by_line(lines: list[str]) -> list[str]:
+    """The filter's rule, one line at a time (what the one-text scans must agree with)."""
+    from rollout.masking import _RUN_24, _SHAPES, _WORD_PART
+
+    return [
+        line
+        for line in lines
+        if not line.isascii()
+        or _WORD_PART.search(line.lower())
+        or _RUN_24.search(line)
+        or _SHAPES.search(line)
+    ]
+
+
+def test_the_one_text_scans_mark_the_lines_a_search_a_line_marks() -> None:
+    from rollout.masking import worth_reading
+
+    plain = [
+        "",
+        "x" * 23,
+        "x" * 24,
+        "a" * 23 + "-" + "b" * 23,
+        "to",
+        "ken and more",  # a word part cut by the line break: neither line holds it
+        "ghp_",
+        "AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+        "-----BEGIN EC " + "PRIVATE KEY-----",
+        "PASSWORD passwd pass",
+    ]
+    lines = LINES[:7] + plain + LINES[9:]  # LINES[7:9]: not ASCII, read line by line
+    assert [line.isascii() for line in lines].count(False) == 0
+    assert worth_reading(lines) == _line_by_line(lines)
+    assert worth_reading(LINES) == _line_by_line(LINES)  # with non-ASCII lines: the per-line path
+    assert worth_reading(["x" * 24, "y"]) == ["x" * 24]
+    assert worth_reading(["to", "ken"]) == []
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from("aAkKeEyYtTo0129+=_-. :/hfgpsx\\"), max_size=40)
+        | st.sampled_from([*LINES, "hf_" + "a" * 30, "sk-" + "b" * 32, "token", "Key"]),
+        max_size=12,
+    )
+)
+def test_the_one_text_scans_agree_with_a_search_a_line_on_any_lines(lines: list[str]) -> None:
+    from rollout.masking import worth_reading
+
+    assert worth_reading(lines) == _line_by_line(lines)
 
 
 @pytest.mark.parametrize(
