@@ -90,6 +90,10 @@ class Change:
     # Where the author wrote the value in the base and in the head file ("line:col"),
     # for a service's changes: merge keys and anchors point into the block that holds it.
     at: tuple[str | None, str | None] = (None, None)
+    # What the author wrote there, on each side (a scalar exactly, quotes included; a
+    # collection in flow style; an argv option as its words), for a service's changes:
+    # the lines compare meanings and quote this where it reads otherwise (`300s` -> `5m`).
+    written: tuple[str | None, str | None] = (None, None)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -108,6 +112,8 @@ class Change:
             out["unified"] = list(self.unified)
         if self.at != (None, None):
             out["at"] = list(self.at)
+        if self.written != (None, None):
+            out["written"] = list(self.written)
         return out
 
     @classmethod
@@ -122,6 +128,7 @@ class Change:
             head_index=data.get("head_index"),
             unified=tuple(data.get("unified", ())),
             at=tuple(data.get("at", (None, None))),
+            written=tuple(data.get("written", (None, None))),
         )
 
 

@@ -69,11 +69,56 @@ def _pair(key: Any, value: Any) -> str:
 
 
 def describe(change: Change) -> str:
-    """The one-line reading of a change (values already masked by the caller)."""
+    """The one-line reading of a change (values already masked by the caller): what
+    Compose reads, then what the author wrote where that reads otherwise."""
     if change.op is Op.NOTE:
         return f"note: {change.subject}"
     handler: Callable[[Change], str] = _HANDLERS.get(change.aspect, _generic)
-    return handler(change)
+    line = handler(change)
+    return line + as_written(change, line)
+
+
+_TOKEN_EDGE = r"[\w.-]"
+
+
+def as_written(change: Change, line: str) -> str:
+    """` (written: OLD -> NEW)`: the author's text on each side, when a side's text does
+    not read in `line` as a whole word (`stop_grace_period: 5m -> 6m (written: 300s ->
+    6m)`, `--tp-size: 4 -> 8 (written: --tp 4 -> --tp 8)`); empty when every word the
+    author wrote is in the line already. A side without a text of its own is `...`."""
+    old, new = change.written
+    if old is None and new is None:
+        return ""
+    if isinstance(change.old, str) and isinstance(change.new, str) and json_edits(change.old, change.new):
+        return ""  # a JSON-valued env or label: the line lists its edits, item by item
+    if all(text is None or _reads_in(text, line) for text in (old, new)):
+        return ""
+    if change.op is Op.ADDED:
+        return f" (written: {new})"
+    if change.op is Op.REMOVED:
+        return f" (written: {old})"
+    return f" (written: {old if old is not None else '...'} -> {new if new is not None else '...'})"
+
+
+# The words of a text as written: quoted scalars whole, else runs between blanks and
+# flow punctuation (`[0, 1]` is the words 0 and 1; `{target: 8000}` is target and 8000).
+_WORDS = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'|[^\s\[\]{},]+')
+
+
+def _reads_in(text: str, line: str) -> bool:
+    """Whether every word of `text` is a whole word of `line` (quotes aside)."""
+    for found in _WORDS.findall(text):
+        word = unquoted(found[:-1] if found.endswith(":") else found)  # a flow mapping's key: its name
+        if word and not re.search(f"(?<!{_TOKEN_EDGE}){re.escape(word)}(?!{_TOKEN_EDGE})", line):
+            return False
+    return True
+
+
+def unquoted(text: str) -> str:
+    """A scalar's text without the quotes around it (`"8000"` -> `8000`)."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
 
 
 def _service(change: Change) -> str:

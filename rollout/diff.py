@@ -41,10 +41,12 @@ from typing import Any
 
 from rollout.apply import ApplyError, apply_changes
 from rollout.changes import ABSENT, ASPECT_ORDER, Aspect, Change, FileChange, Key, Op, ServiceChange, Status
+from rollout.describe import unquoted
 from rollout.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, program_of
 from rollout.roles import Role, mounted_by, roles_of
 from tierops.argv import aliases_for, split_argv
-from tierops.canonical import runtime_form
+from tierops.canonical import Service, flow, runtime_form
+from tierops.yamlload import YList, YMap
 
 _KEY_ASPECTS: dict[str, Aspect] = {
     "image": Aspect.IMAGE,
@@ -152,18 +154,81 @@ def _diff_services(base: Document, head: Document, roles: Mapping[str, str]) -> 
 
 
 def _placed(change: Change, base: Document, head: Document) -> Change:
-    """The change with where its value was written on each side (`line:col`)."""
+    """The change with where its value was written on each side (`line:col`), and the
+    author's text there (`written`)."""
     name = str(change.path[1])
-    old_at = None if change.op is Op.ADDED else _written_at(base, name, change.path[2:])
-    new_at = None if change.op is Op.REMOVED else _written_at(head, name, change.path[2:])
-    return replace(change, at=(old_at, new_at))
+    rel = change.path[2:]
+    # A moved list item is at `head_index` in the head (`path` is in base coordinates).
+    head_rel = rel if change.head_index is None or not rel else (*rel[:-1], change.head_index)
+    old_at, old_text = (None, None) if change.op is Op.ADDED else _written_at(base, name, rel)
+    new_at, new_text = (None, None) if change.op is Op.REMOVED else _written_at(head, name, head_rel)
+    return replace(change, at=(old_at, new_at), written=(old_text, new_text))
 
 
-def _written_at(document: Document, name: str, rel: tuple[Key, ...]) -> str | None:
+def _written_at(document: Document, name: str, rel: tuple[Key, ...]) -> tuple[str | None, str | None]:
+    """Where the value at `rel` of service `name` was written, and its text as written."""
     service = document.service(name)
     if service is None or not rel:
+        return None, None
+    model = _model_path(service.fields, rel)
+    return str(service.at(*model)), _quote(service, rel, model)
+
+
+# The fields a list of `KEY=value` items can spell (environment, labels, ...).
+_KEYED_LISTS = frozenset({"environment", "labels", "annotations", "sysctls", "extra_hosts"})
+# Longer texts are not quoted in a line (its `at` still points at them).
+QUOTE_LIMIT = 100
+
+
+def _quote(service: Service, rel: tuple[Key, ...], model: tuple[Key, ...]) -> str | None:
+    """The author's text of the value at `model`: a scalar exactly as written (its quotes
+    too), a collection in compact flow style, an argv option as its words.
+
+    None when the author wrote no node of its own for it (a default, a word of a string
+    command is quoted as the word), when it is longer than QUOTE_LIMIT, or when the text
+    holds an escape or a line break: the output boundary masks secrets by their value
+    and its printed spellings, and a YAML escape (`"s3cr\\x65t"`) is none of them.
+    """
+    if rel[0] in ARGV_KEYS and len(rel) >= 3 and rel[1] == "args":
+        return _quote_option(service, model)
+    found = service.origins.get(model)
+    if found is None:
         return None
-    return str(service.at(*_model_path(service.fields, rel)))
+    raw = found.raw
+    if isinstance(raw, (YMap, YList)):
+        text = flow(raw)
+    elif found.span is not None and service.text and isinstance(raw, (str, int, float, bool)):
+        text = service.text[found.span[0] : found.span[1]]
+        if isinstance(raw, str) and unquoted(text) != raw:
+            return None  # an escape, a folded or block scalar: not its value's spelling
+        item = f"{model[-1]}="
+        if isinstance(raw, str) and raw.startswith(item) and model[0] in _KEYED_LISTS:
+            text = raw[len(item) :]  # `- KEY=value` of a list: the value is what changed
+    else:
+        return None
+    return text if len(text) <= QUOTE_LIMIT and "\n" not in text else None
+
+
+def _quote_option(service: Service, model: tuple[Key, ...]) -> str | None:
+    """An argv option as written: its flag word (an alias as the author spelled it) and
+    its value word, each as written when the command is a list."""
+    if len(model) != 2 or not isinstance(model[1], int):
+        return None
+    key, index = str(model[0]), model[1]
+    words = service.fields.get(key) or []
+    split = split_argv(words, aliases_for(program_of(service.fields)))
+    option = next((option for option in split.options if option.index == index), None)
+    indices = [index] if option is None or option.attached or option.value is None else [index, index + 1]
+    texts: list[str] = []
+    for word in indices:
+        found = service.origins.get((key, word))
+        if found is not None and found.raw == words[word] and found.span is not None and service.text:
+            text = service.text[found.span[0] : found.span[1]]
+            texts.append(text if unquoted(text) == words[word] else words[word])
+        else:  # a word of a string command: the word itself
+            texts.append(words[word])
+    text = " ".join(texts)
+    return text if len(text) <= QUOTE_LIMIT and "\n" not in text else None
 
 
 def _model_path(fields: Mapping[str, Any], rel: tuple[Key, ...]) -> tuple[Key, ...]:

@@ -743,6 +743,9 @@ def mask_change(change: Change) -> Change:
     key = _key_of(change.path)
     old = change.old if change.old is ABSENT else mask_value(change.old, key)
     new = change.new if change.new is ABSENT else mask_value(change.new, key)
+    if old != change.old or new != change.new:
+        # A masked value is not quoted as written either (its text is the secret).
+        change = replace(change, written=(None, None))
     if change.unified and (old != change.old or new != change.new):
         # The text diff of a masked inline text, spelled like rollout.diff.unified (kept
         # here so masking depends on no diff internals).

@@ -35,7 +35,9 @@ DESCRIPTION = f"""\
 Semantic diff of the compose files under PATHS (default: prod/) between a base ref and
 the working tree (or --head REF): per file, per service, per flag. Files are compared
 as Compose reads them (its documents merged, every spelling in its canonical form): a
-change `docker compose config` would not show is no change.
+change `docker compose config` would not show is no change. Where a line reads
+otherwise than the file, it ends with the author's text on each side, as written:
+`stop_grace_period: 5m -> 6m (written: 300s -> 6m)`.
 
 The base is --base, else ${BASE_ENV}, else the merge-base of HEAD and origin/main, else
 of HEAD and main, else HEAD. (nox passes its positional arguments to every session of

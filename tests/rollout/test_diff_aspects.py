@@ -110,8 +110,10 @@ def test_short_and_long_depends_on_are_the_same_and_a_condition_change_is_named(
             "fetch-weights": {"condition": "service_completed_successfully"}
         }
 
+    # the base wrote the short form (its condition is Compose's default): quoted as written
     assert handwritten(completed) == [
         "  vllm-a: depends_on fetch-weights: (service_started) -> (service_completed_successfully)"
+        " (written: fetch-weights -> {condition: service_completed_successfully})"
     ]
 
 
@@ -210,4 +212,5 @@ def test_a_list_of_mappings_deepdiff_cannot_replay_is_one_whole_value_change() -
 def test_a_file_mode_reads_in_octal() -> None:
     old = "services:\n  exporter:\n    image: x\n    configs: [{source: csv, target: /c.csv, mode: 0o444}]\n"
     new = old.replace("0o444", "0o440")
-    assert text_lines(old, new)[1:] == ["  exporter: configs[0].mode: 0444 -> 0440"]
+    # the line reads the mode in octal; what the author wrote follows, as it reads otherwise
+    assert text_lines(old, new)[1:] == ["  exporter: configs[0].mode: 0444 -> 0440 (written: 0o444 -> 0o440)"]

@@ -122,6 +122,7 @@ def test_json_is_the_change_model_and_markdown_has_a_table_per_file(
     # Where the flag is written in the head file (the list item's line, column 9).
     at = added.pop("at")
     assert at[0] is None and at[1].endswith(":9")
+    assert added.pop("written") == [None, "--enable-dynamic-batch-tokenizer"]  # the flag word as written
     assert added == {
         "aspect": "argv",
         "op": "added",
