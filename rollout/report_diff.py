@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rollout.changes import Aspect, Change, ChangeSet, FileChange, Status
@@ -116,8 +116,24 @@ def _subjects(folded: Folded) -> str:
     return ", ".join(folded.subjects)
 
 
+# Past this many, the peers without a change are named up to NOT_ON_NAMED and counted:
+# a flag on 7 of 200 engines is about the 7, not a line of 193 names.
+NOT_ON_LISTED = 8
+NOT_ON_NAMED = 5
+
+
+def not_on(names: Sequence[str], shown: Callable[[str], str] = str) -> str:
+    """` (not on a, b)`: the same-role peers a folded change missed (empty for none)."""
+    if not names:
+        return ""
+    if len(names) <= NOT_ON_LISTED:
+        return f" (not on {', '.join(shown(name) for name in names)})"
+    first = ", ".join(shown(name) for name in names[:NOT_ON_NAMED])
+    return f" (not on {first} and {len(names) - NOT_ON_NAMED} more of the same role)"
+
+
 def _not_on(folded: Folded) -> str:
-    return f" (not on {', '.join(folded.missing)})" if folded.missing else ""
+    return not_on(folded.missing)
 
 
 def _header(changeset: ChangeSet) -> tuple[str, str]:
@@ -181,7 +197,7 @@ def render_markdown(changeset: ChangeSet, limit: int = DIFF_BUDGET) -> str:
             for row in parts.services:
                 roles = ", ".join(dict.fromkeys(file.roles.get(name, "") for name in row.subjects))
                 names = "<br>".join(code(name) for name in row.subjects)
-                missing = f" (not on {', '.join(code(name) for name in row.missing)})" if row.missing else ""
+                missing = not_on(row.missing, code)
                 blocks.append(f"| {names} | {escape(roles)} | {code(row.text)}{missing} |")
             blocks.append("")
         for config in parts.configs:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rollout.folding import Folded, fold
 from rollout.report_diff import render_markdown
 from tests.rollout.diffkit import R1, R2, changeset, fixture, prod_text, text_lines
@@ -40,6 +42,35 @@ def test_an_engine_left_out_of_a_folded_change_is_named() -> None:
         "--max-model-len 32768 --port=8000", "--max-model-len 32768 --port=8000 --enable-prefix-caching"
     )
     assert text_lines(old, new)[1:] == ["  vllm-a, vllm-b: + --enable-prefix-caching (not on vllm-c)"]
+
+
+@pytest.mark.parametrize(("peers", "named"), [(8, 8), (9, 5), (40, 5)])
+def test_many_peers_left_out_are_named_up_to_five_and_counted(peers: int, named: int) -> None:
+    services = "".join(
+        f"  e{number:02d}:\n    image: x\n    command: [sglang, serve, --port, '8000']\n"
+        for number in range(peers + 2)
+    )
+    old = f"services:\n{services}"
+    new = old.replace(
+        "  e00:\n    image: x\n    command: [sglang, serve, --port, '8000']",
+        "  e00:\n    image: x\n    command: [sglang, serve, --port, '8000', --x]",
+    ).replace(
+        "  e01:\n    image: x\n    command: [sglang, serve, --port, '8000']",
+        "  e01:\n    image: x\n    command: [sglang, serve, --port, '8000', --x]",
+    )
+    (line,) = text_lines(old, new)[1:]
+    left_out = [f"e{number:02d}" for number in range(2, peers + 2)]
+    if named == peers:
+        assert line == f"  e00, e01: + --x (not on {', '.join(left_out)})"
+    else:
+        assert (
+            line
+            == f"  e00, e01: + --x (not on {', '.join(left_out[:5])} and {peers - 5} more of the same role)"
+        )
+    markdown = render_markdown(changeset({"prod/x.yaml": old}, {"prod/x.yaml": new}))
+    shown = ", ".join(f"`{name}`" for name in left_out[:named])
+    assert f"(not on {shown}" in markdown
+    assert (f"and {peers - 5} more of the same role)" in markdown) is (named < peers)
 
 
 def test_a_change_on_every_engine_names_no_exception() -> None:
