@@ -45,8 +45,6 @@ import bisect
 import contextlib
 import difflib
 import functools
-import hashlib
-import hmac
 import html
 import io
 import itertools
@@ -62,7 +60,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
-from tierops.atomic import write_bytes_atomic
 from tierops.errors import OutputError, UsageError
 from tierops.secrets import TOKEN_SHAPES, entropy, only_references
 from tierops.secrets import secret_key as shared_secret_key
@@ -121,6 +118,10 @@ def _names_a_secret(line: str) -> bool:
 
 
 def fingerprint(value: str) -> str:
+    # Imported here: a run that masks nothing (most diffs) never loads OpenSSL (issue 9).
+    import hashlib
+    import hmac
+
     digest = hmac.new(SALT, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     return f"<secret sha256:{digest[:8]}>"
 
@@ -683,6 +684,8 @@ def write_masked(path: Path, text: str) -> None:
         raise RuntimeError("write_masked outside the masking boundary")
     if path.is_dir():
         raise UsageError("is a directory", where=str(path), hint="give the report a file name")
+    from tierops.atomic import write_bytes_atomic  # here: its tempfile is only for a run that writes
+
     try:
         write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
     except OSError as error:
