@@ -417,31 +417,43 @@ class Masker:
         scalars, most of them one word (issue 9)."""
         texts: list[str] = []
         seen = self._seen
-        stack: list[tuple[Any, bool]] = [(node, secret)]
+        # A stack of the children still to visit, each collection's last child first (the
+        # order of a stack of nodes, without a push and a pop for every scalar).
+        stack: list[Iterator[tuple[Any, bool]]] = [iter(((node, secret),))]
         while stack:
-            node, secret = stack.pop()
-            if isinstance(node, str):  # most nodes: tested first, before the ABC checks
-                if secret:
-                    self.add_value(node)
-                if node not in seen:
-                    texts.append(node)
-            elif isinstance(node, list):
-                self._add_argv([item for item in node if isinstance(item, str)])
-                stack.extend((item, secret) for item in node)
-            elif isinstance(node, Mapping):
-                for key, value in node.items():
-                    name = str(key)
-                    if name == "secrets" and isinstance(value, (Mapping, list)):
-                        # Compose's `secrets:` names files and variables, not secrets; only
-                        # an inline `content` is one.
-                        entries = value.values() if isinstance(value, Mapping) else value
-                        for entry in entries:
-                            if isinstance(entry, Mapping) and isinstance(entry.get("content"), str):
-                                self.add_value(entry["content"])
-                            stack.append((entry, secret))
-                        continue
-                    stack.append((value, secret or secret_key(name)))
+            for value, under_secret in stack[-1]:
+                if isinstance(value, str):  # most nodes: tested first, before the ABC checks
+                    if under_secret:
+                        self.add_value(value)
+                    if value not in seen:
+                        texts.append(value)
+                elif isinstance(value, list):
+                    self._add_argv([item for item in value if isinstance(item, str)])
+                    stack.append(zip(reversed(value), itertools.repeat(under_secret)))
+                    break
+                elif isinstance(value, (dict, Mapping)):
+                    stack.append(reversed(self._children(value, under_secret)))
+                    break
+            else:
+                stack.pop()
         self._add_texts(texts)
+
+    def _children(self, node: Mapping[Any, Any], secret: bool) -> list[tuple[Any, bool]]:
+        """A mapping's values to walk, each with whether it is secret."""
+        children: list[tuple[Any, bool]] = []
+        for key, value in node.items():
+            name = key if type(key) is str else str(key)
+            if name == "secrets" and isinstance(value, (Mapping, list)):
+                # Compose's `secrets:` names files and variables, not secrets; only
+                # an inline `content` is one.
+                entries = value.values() if isinstance(value, Mapping) else value
+                for entry in entries:
+                    if isinstance(entry, Mapping) and isinstance(entry.get("content"), str):
+                        self.add_value(entry["content"])
+                    children.append((entry, secret))
+                continue
+            children.append((value, secret or secret_key(name)))
+        return children
 
     def _add_texts(self, texts: list[str]) -> None:
         """`add_text` of each of `texts`; the one-line ones filtered together."""
