@@ -49,6 +49,7 @@ import html
 import io
 import itertools
 import json
+import operator
 import os
 import re
 import shlex
@@ -333,7 +334,8 @@ def worth_reading(lines: list[str]) -> list[str]:
         return [
             line for line in lines if not line.isascii() or word(line.lower()) or run(line) or shape(line)
         ]
-    starts = list(itertools.accumulate(map(len, lines[:-1]), lambda total, size: total + size + 1, initial=0))
+    # where each line starts: the lengths before it, plus a line break each (all C calls)
+    starts = list(map(operator.add, itertools.accumulate(map(len, lines[:-1]), initial=0), itertools.count()))
     found: list[int] = []  # where something worth reading starts (a line's is enough)
     lowered = joined.lower()
     for part in SECRET_WORD_PARTS:
@@ -381,6 +383,9 @@ class Masker:
         # line is masked once, for as long as no secret is added (see `mask`).
         self._masked_lines: dict[str, str] = {}
         self._multiline = False  # a known spelling holds a line break
+        # What each entry of a top-level mapping (a service, a volume) held when a document
+        # was walked, by (top-level key, entry key, secret-ness): see `add_document`.
+        self._walked: dict[tuple[Any, Any, bool], Any] = {}
 
     # -- adding
 
@@ -417,6 +422,9 @@ class Masker:
         scalars, most of them one word (issue 9)."""
         texts: list[str] = []
         seen = self._seen
+        walked: dict[tuple[Any, Any, bool], Any] = {}
+        if isinstance(node, (dict, Mapping)):
+            node = self._unwalked(node, secret, walked)
         # A stack of the children still to visit, each collection's last child first (the
         # order of a stack of nodes, without a push and a pop for every scalar).
         stack: list[Iterator[tuple[Any, bool]]] = [iter(((node, secret),))]
@@ -437,6 +445,31 @@ class Masker:
             else:
                 stack.pop()
         self._add_texts(texts)
+        self._walked.update(walked)
+
+    def _unwalked(
+        self, document: Mapping[Any, Any], secret: bool, walked: dict[tuple[Any, Any, bool], Any]
+    ) -> Mapping[Any, Any]:
+        """`document` without the entries of its top-level mappings equal to ones a walk
+        of an earlier document met at the same place, under the same secret-ness: such an
+        entry holds no secret and no text not already known (base and head share most of
+        their services, issue 9). The entries kept are noted in `walked`, for the walks
+        after this one (not for those inside it: its texts are read when it ends)."""
+        kept: dict[Any, Any] = {}
+        for key, value in document.items():
+            name = key if type(key) is str else str(key)
+            if name != "secrets" and isinstance(value, (dict, Mapping)):
+                flag = secret or secret_key(name)
+                entries: dict[Any, Any] = {}
+                for entry, item in value.items():
+                    place = (name, entry, flag)
+                    if place in self._walked and self._walked[place] == item:
+                        continue
+                    walked[place] = item
+                    entries[entry] = item
+                value = entries  # noqa: PLW2901
+            kept[key] = value
+        return kept
 
     def _children(self, node: Mapping[Any, Any], secret: bool) -> list[tuple[Any, bool]]:
         """A mapping's values to walk, each with whether it is secret."""
