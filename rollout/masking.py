@@ -444,9 +444,13 @@ class Masker:
         except OSError:
             read_end = -1
         parent = os.getpid()
+        # Ctrl-C is held back across the fork: the child lets it in only where it ends at
+        # once (an interrupt at the fork itself would run this run's code in the child).
+        interrupts = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         pid = _fork() if read_end >= 0 else -1
         if pid == 0:
-            self._read_in_child(sources, parent, read_end, write_end)  # never returns
+            self._read_in_child(sources, parent, read_end, write_end, interrupts)  # never returns
+        signal.pthread_sigmask(signal.SIG_SETMASK, interrupts)
         if read_end >= 0:
             os.close(write_end)
         if pid < 0:
@@ -458,12 +462,18 @@ class Masker:
         self._reading = (pid, read_end, list(sources))
 
     def _read_in_child(
-        self, sources: list[bytes | str], parent: int, read_end: int, write_end: int
+        self,
+        sources: list[bytes | str],
+        parent: int,
+        read_end: int,
+        write_end: int,
+        interrupts: set[int | signal.Signals],
     ) -> NoReturn:
         """In the child: read the sources, send the secrets found, exit; print nothing
         (its stdout and stderr lead nowhere, and it ends without flushing a buffer)."""
         code = 1
         try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, interrupts)
             os.close(read_end)
             quiet = os.open(os.devnull, os.O_WRONLY)
             os.dup2(quiet, 1)

@@ -66,6 +66,7 @@ if reading is not None:
 serial = Masker()
 serial.add_source(base)
 serial.add_source(head)
+print("after: " + str(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])), file=sys.stderr)
 print(json.dumps({{
     "forked": reading is not None,
     "reaped": reaped,
@@ -128,7 +129,7 @@ def test_a_child_reads_the_sources_and_finds_what_the_serial_reading_finds() -> 
         # the child sends something that is not its result
         (
             """\
-        def garbage(self, sources, parent, read_end, write_end):
+        def garbage(self, sources, parent, read_end, write_end, interrupts):
             os.write(write_end, b"not marshal data")
             os._exit(0)
         Masker._read_in_child = garbage
@@ -255,3 +256,31 @@ def test_the_diff_command_masks_what_its_child_found(tmp_path: Path) -> None:
         assert "<secret sha256:" in proc.stdout
         for secret in SECRETS:
             assert secret not in proc.stdout + proc.stderr, (form, secret)
+
+
+def test_an_interrupt_is_held_back_across_the_fork_only() -> None:
+    """Ctrl-C at the fork itself would run the command's own code in the child; it is
+    held back there, and let in again in both processes."""
+    result, proc = _run(
+        """\
+        def held():
+            return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        fork = masking._fork
+        def spy():
+            print("at the fork:", held(), file=sys.stderr)
+            return fork()
+        masking._fork = spy
+        add = Masker.add_source
+        def child_mask(self, data):
+            if os.getpid() != parent:
+                os.write(write_to_test, f"in the child: {held()}\\n".encode())
+            add(self, data)
+        Masker.add_source = child_mask
+        write_to_test = os.dup(2)
+        """
+    )
+    assert result["forked"] and result["same"]
+    assert "at the fork: True" in proc.stderr
+    assert "in the child: False" in proc.stderr
+    assert "in the child: True" not in proc.stderr
+    assert "after: False" in proc.stderr
