@@ -388,6 +388,8 @@ class _Composer:
         writes that state back and takes the general path.
         """
         scalar_event = events.ScalarEvent
+        map_start, seq_start = events.MappingStartEvent, events.SequenceStartEvent
+        map_end, seq_end = events.MappingEndEvent, events.SequenceEndEvent
         stack = self.stack
         new_pos = _new_pos
         no_key = _NO_KEY
@@ -439,15 +441,53 @@ class _Composer:
                         nodes += 1
                         key, key_pos = name, pos
                         continue
-            # The general path, on the state written back.
-            self.nodes = nodes
-            if frame is not None:
-                frame.key, frame.key_pos = key, key_pos
-            if cls is scalar_event:
+                # The general path, on the state written back.
+                self.nodes = nodes
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
                 self._scalar(event, value, style)
+                nodes = self.nodes
+            elif (cls is map_start or cls is seq_start) and not event.anchor and len(stack) < MAX_DEPTH:
+                # A collection opens (`_other`'s steps for one without an anchor).
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
+                start = event.start_mark
+                pos = new_pos((start.line + 1, start.column + 1))
+                stack.append(_Frame(YMap(pos) if cls is map_start else YList(pos), None, nodes))
+            elif (
+                (cls is map_end or cls is seq_end)
+                and frame is not None
+                and not frame.anchor
+                and not frame.merge_sources
+                and nodes < budget
+                and len(stack) > 1
+                and not (parent := stack[-2]).merging
+                and (not parent.is_map or parent.key is not no_key)
+            ):
+                # A collection closes as the value or item of an ordinary one (`_attach`'s
+                # steps for it).
+                stack.pop()
+                nodes += 1
+                closed = frame.value
+                if parent.is_map:
+                    outer: YMap = parent.value  # type: ignore[assignment]
+                    name = parent.key
+                    outer[name] = closed
+                    outer.key_pos[name] = parent.key_pos
+                    outer.value_pos[name] = closed.pos
+                    parent.key = no_key
+                else:
+                    outer_items: YList = parent.value  # type: ignore[assignment]
+                    outer_items.append(closed)
+                    outer_items.item_pos.append(closed.pos)
+                    outer_items.item_span.append(None)
             else:
+                # The general path, on the state written back.
+                self.nodes = nodes
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
                 self._other(event, cls.__name__)
-            nodes = self.nodes
+                nodes = self.nodes
             if not stack:
                 frame, inline = None, False
                 continue
