@@ -45,24 +45,25 @@ import bisect
 import contextlib
 import difflib
 import functools
-import hashlib
-import hmac
 import html
 import io
 import itertools
 import json
+import marshal
+import operator
 import os
 import re
 import shlex
+import signal
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
-from tierops.atomic import write_bytes_atomic
 from tierops.errors import OutputError, UsageError
 from tierops.secrets import TOKEN_SHAPES, entropy, only_references
 from tierops.secrets import secret_key as shared_secret_key
@@ -75,6 +76,7 @@ __all__ = [
     "mask_changeset",
     "mask_text",
     "protect_source",
+    "protect_sources",
     "secret_key",
 ]
 
@@ -121,6 +123,10 @@ def _names_a_secret(line: str) -> bool:
 
 
 def fingerprint(value: str) -> str:
+    # Imported here: a run that masks nothing (most diffs) never loads OpenSSL (issue 9).
+    import hashlib
+    import hmac
+
     digest = hmac.new(SALT, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     return f"<secret sha256:{digest[:8]}>"
 
@@ -332,7 +338,8 @@ def worth_reading(lines: list[str]) -> list[str]:
         return [
             line for line in lines if not line.isascii() or word(line.lower()) or run(line) or shape(line)
         ]
-    starts = list(itertools.accumulate(map(len, lines[:-1]), lambda total, size: total + size + 1, initial=0))
+    # where each line starts: the lengths before it, plus a line break each (all C calls)
+    starts = list(map(operator.add, itertools.accumulate(map(len, lines[:-1]), initial=0), itertools.count()))
     found: list[int] = []  # where something worth reading starts (a line's is enough)
     lowered = joined.lower()
     for part in SECRET_WORD_PARTS:
@@ -380,6 +387,12 @@ class Masker:
         # line is masked once, for as long as no secret is added (see `mask`).
         self._masked_lines: dict[str, str] = {}
         self._multiline = False  # a known spelling holds a line break
+        # What each entry of a top-level mapping (a service, a volume) held when a document
+        # was walked, by (top-level key, entry key, secret-ness): see `add_document`.
+        self._walked: dict[tuple[Any, Any, bool], Any] = {}
+        # A child process reading sources for this masker (`add_sources`): its pid, the
+        # pipe its result comes through, and the sources (read here if it fails).
+        self._reading: tuple[int, int, list[bytes | str]] | None = None
 
     # -- adding
 
@@ -405,8 +418,94 @@ class Masker:
     def add_source(self, data: bytes | str) -> None:
         """Every secret of a file's text: parsed as YAML where it parses, and line by line
         (which also sees duplicate keys and files that do not parse)."""
+        self.settle()
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
         self.add_text(text)
+
+    def add_sources(self, sources: list[bytes | str]) -> None:
+        """`add_source` of each of `sources`, read beside the caller's next steps when the
+        system can fork: each is parsed here (the caller's later readings share the parse,
+        `load_shared`), then a child process reads them while this one goes on (issue 9:
+        on a second core, beside the diff's model). The masker waits for the child before
+        it masks or adds anything else (`settle`), and reads the sources itself if the
+        child cannot start or fails.
+        """
+        self.settle()
+        if not _can_fork() or not sources:
+            for data in sources:
+                self.add_source(data)
+            return
+        for data in sources:
+            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+            if _parsed_as_yaml(text):
+                _documents(text)
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:
+            read_end = -1
+        parent = os.getpid()
+        # Ctrl-C is held back across the fork: the child lets it in only where it ends at
+        # once (an interrupt at the fork itself would run this run's code in the child).
+        interrupts = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        pid = _fork() if read_end >= 0 else -1
+        if pid == 0:
+            self._read_in_child(sources, parent, read_end, write_end, interrupts)  # never returns
+        signal.pthread_sigmask(signal.SIG_SETMASK, interrupts)
+        if read_end >= 0:
+            os.close(write_end)
+        if pid < 0:
+            if read_end >= 0:
+                os.close(read_end)
+            for data in sources:
+                self.add_source(data)
+            return
+        self._reading = (pid, read_end, list(sources))
+
+    def _read_in_child(
+        self,
+        sources: list[bytes | str],
+        parent: int,
+        read_end: int,
+        write_end: int,
+        interrupts: set[int | signal.Signals],
+    ) -> NoReturn:
+        """In the child: read the sources, send the secrets found, exit; print nothing
+        (its stdout and stderr lead nowhere, and it ends without flushing a buffer)."""
+        code = 1
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, interrupts)
+            os.close(read_end)
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            _die_with(parent)
+            for data in sources:
+                self.add_source(data)
+            payload = marshal.dumps((self._shown, self._multiline))
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(payload)
+            code = 0
+        finally:
+            os._exit(code)
+
+    def settle(self) -> None:
+        """Wait for a child reading sources (`add_sources`) and take its secrets; when it
+        failed, read the sources here."""
+        reading, self._reading = self._reading, None
+        if reading is None:
+            return
+        pid, read_end, sources = reading
+        found = _child_result(pid, read_end)
+        if found is None:
+            for data in sources:
+                self.add_source(data)
+            return
+        shown, multiline = found
+        if shown != self._shown:
+            self._shown = shown
+            self._pattern = None
+            self._masked_lines.clear()
+        self._multiline = multiline
 
     def add_document(self, node: Any, secret: bool = False) -> None:
         """Walk parsed YAML: values under secret-like keys, argv pairs, inline text.
@@ -416,31 +515,71 @@ class Masker:
         scalars, most of them one word (issue 9)."""
         texts: list[str] = []
         seen = self._seen
-        stack: list[tuple[Any, bool]] = [(node, secret)]
+        walked: dict[tuple[Any, Any, bool], Any] = {}
+        if isinstance(node, (dict, Mapping)):
+            node = self._unwalked(node, secret, walked)
+        # A stack of the children still to visit, each collection's last child first (the
+        # order of a stack of nodes, without a push and a pop for every scalar).
+        stack: list[Iterator[tuple[Any, bool]]] = [iter(((node, secret),))]
         while stack:
-            node, secret = stack.pop()
-            if isinstance(node, str):  # most nodes: tested first, before the ABC checks
-                if secret:
-                    self.add_value(node)
-                if node not in seen:
-                    texts.append(node)
-            elif isinstance(node, list):
-                self._add_argv([item for item in node if isinstance(item, str)])
-                stack.extend((item, secret) for item in node)
-            elif isinstance(node, Mapping):
-                for key, value in node.items():
-                    name = str(key)
-                    if name == "secrets" and isinstance(value, (Mapping, list)):
-                        # Compose's `secrets:` names files and variables, not secrets; only
-                        # an inline `content` is one.
-                        entries = value.values() if isinstance(value, Mapping) else value
-                        for entry in entries:
-                            if isinstance(entry, Mapping) and isinstance(entry.get("content"), str):
-                                self.add_value(entry["content"])
-                            stack.append((entry, secret))
-                        continue
-                    stack.append((value, secret or secret_key(name)))
+            for value, under_secret in stack[-1]:
+                if isinstance(value, str):  # most nodes: tested first, before the ABC checks
+                    if under_secret:
+                        self.add_value(value)
+                    if value not in seen:
+                        texts.append(value)
+                elif isinstance(value, list):
+                    self._add_argv([item for item in value if isinstance(item, str)])
+                    stack.append(zip(reversed(value), itertools.repeat(under_secret)))
+                    break
+                elif isinstance(value, (dict, Mapping)):
+                    stack.append(reversed(self._children(value, under_secret)))
+                    break
+            else:
+                stack.pop()
         self._add_texts(texts)
+        self._walked.update(walked)
+
+    def _unwalked(
+        self, document: Mapping[Any, Any], secret: bool, walked: dict[tuple[Any, Any, bool], Any]
+    ) -> Mapping[Any, Any]:
+        """`document` without the entries of its top-level mappings equal to ones a walk
+        of an earlier document met at the same place, under the same secret-ness: such an
+        entry holds no secret and no text not already known (base and head share most of
+        their services, issue 9). The entries kept are noted in `walked`, for the walks
+        after this one (not for those inside it: its texts are read when it ends)."""
+        kept: dict[Any, Any] = {}
+        for key, value in document.items():
+            name = key if type(key) is str else str(key)
+            if name != "secrets" and isinstance(value, (dict, Mapping)):
+                flag = secret or secret_key(name)
+                entries: dict[Any, Any] = {}
+                for entry, item in value.items():
+                    place = (name, entry, flag)
+                    if place in self._walked and self._walked[place] == item:
+                        continue
+                    walked[place] = item
+                    entries[entry] = item
+                value = entries  # noqa: PLW2901
+            kept[key] = value
+        return kept
+
+    def _children(self, node: Mapping[Any, Any], secret: bool) -> list[tuple[Any, bool]]:
+        """A mapping's values to walk, each with whether it is secret."""
+        children: list[tuple[Any, bool]] = []
+        for key, value in node.items():
+            name = key if type(key) is str else str(key)
+            if name == "secrets" and isinstance(value, (Mapping, list)):
+                # Compose's `secrets:` names files and variables, not secrets; only
+                # an inline `content` is one.
+                entries = value.values() if isinstance(value, Mapping) else value
+                for entry in entries:
+                    if isinstance(entry, Mapping) and isinstance(entry.get("content"), str):
+                        self.add_value(entry["content"])
+                    children.append((entry, secret))
+                continue
+            children.append((value, secret or secret_key(name)))
+        return children
 
     def _add_texts(self, texts: list[str]) -> None:
         """`add_text` of each of `texts`; the one-line ones filtered together."""
@@ -465,7 +604,7 @@ class Masker:
         if text in self._seen:
             return
         self._seen.add(text)
-        if "\n" in text or text.lstrip().startswith(("{", "[")):
+        if _parsed_as_yaml(text):
             self._add_yaml(text)
         lines = text.splitlines()
         if len(lines) == 1 and lines[0] == text:
@@ -483,11 +622,7 @@ class Masker:
     def _add_yaml(self, text: str) -> None:
         """Parsed by the one loader (tierops/yamlload.py), within its depth, size and alias
         budgets: hostile text is left to the line-by-line reading, never a hang or a crash."""
-        try:  # (text over the loader's size budget is refused by it: LoadError)
-            documents = load_shared(text.encode("utf-8", "surrogatepass"), "<inline>").documents
-        except (LoadError, UnicodeError, RecursionError):
-            return
-        for document in documents:
+        for document in _documents(text):
             if isinstance(document, (Mapping, list)):
                 self.add_document(document)
 
@@ -552,6 +687,7 @@ class Masker:
         the text is masked whole. Both give the same text (issue 9: a 100-stack plan is
         7 MB of JSON, most of it repeated lines).
         """
+        self.settle()
         if "\n" not in text or self._multiline or not lines_apart(text):
             return self._mask_whole(text)
         masked = self._masked_lines
@@ -591,6 +727,73 @@ class Masker:
                 parts.append(escaped)
             self._pattern = re.compile("(?=(" + "|".join(parts) + "))")
         return self._pattern
+
+
+def _parsed_as_yaml(text: str) -> bool:
+    """Whether `Masker.add_text` reads `text` as YAML too (not only line by line)."""
+    return "\n" in text or text.lstrip().startswith(("{", "["))
+
+
+def _documents(text: str) -> tuple[Any, ...]:
+    """The documents of `text` as the one loader reads them; none if it refuses them."""
+    try:  # (text over the loader's size budget is refused by it: LoadError)
+        return load_shared(text.encode("utf-8", "surrogatepass"), "<inline>").documents
+    except (LoadError, UnicodeError, RecursionError):
+        return ()
+
+
+def _can_fork() -> bool:
+    """Whether sources may be read in a forked child: on Linux (where the child can be
+    tied to this process's life), with no other thread (a fork copies only the calling
+    thread, and a lock another one holds would never be released in the child)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _fork() -> int:
+    """os.fork(): the child's pid, 0 in the child, -1 when it could not start."""
+    try:
+        return os.fork()
+    except OSError:
+        return -1
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this (child) process when `parent` ends, whatever ends it."""
+    import ctypes  # here: only a child pays for it
+
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        raise OSError("the parent has ended")
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_result(pid: int, read_end: int) -> tuple[dict[str, str], bool] | None:
+    """What a reading child sent, once it has ended; None if it failed. Whatever stops
+    the wait (an interrupt), the child does not outlive it."""
+    chunks: list[bytes] = []
+    status = -1
+    try:
+        while chunk := os.read(read_end, 1 << 16):
+            chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(read_end)
+        if status == -1:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        return None
+    try:
+        shown, multiline = marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(shown, dict) or not isinstance(multiline, bool):
+        return None
+    return shown, multiline
 
 
 def _spellings(literal: str) -> list[str]:
@@ -638,6 +841,14 @@ def protect_source(data: bytes | str | None) -> None:
         masker.add_source(data)
 
 
+def protect_sources(sources: Iterable[bytes | str | None]) -> None:
+    """`protect_source` of each of `sources`, read beside the caller's next steps
+    (`Masker.add_sources`): the boundary masks nothing before it has their secrets."""
+    masker = _ACTIVE.get()
+    if masker is not None:
+        masker.add_sources([data for data in sources if data is not None and len(data) <= MAX_BYTES])
+
+
 class MaskingStream(io.TextIOBase):
     """A text stream that masks each complete line before it reaches `target`.
 
@@ -683,6 +894,8 @@ def write_masked(path: Path, text: str) -> None:
         raise RuntimeError("write_masked outside the masking boundary")
     if path.is_dir():
         raise UsageError("is a directory", where=str(path), hint="give the report a file name")
+    from tierops.atomic import write_bytes_atomic  # here: its tempfile is only for a run that writes
+
     try:
         write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
     except OSError as error:
@@ -701,6 +914,7 @@ def boundary() -> Iterator[Masker]:
     try:
         yield masker
     finally:
+        masker.settle()  # a reading child never outlives the boundary
         sys.stdout, sys.stderr = out, err
         for stream in streams:
             stream.close_boundary()

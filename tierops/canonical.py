@@ -52,6 +52,7 @@ and diff lines point at and quote the author's text.
 from __future__ import annotations
 
 import functools
+import itertools
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -710,13 +711,14 @@ def _service(ctx: _Ctx, name: str, pos: Pos, body: YMap, text: str) -> Service:
         if key.startswith("x-"):
             continue  # compose drops service-level extensions from the model
         origin = ctx.member_value(body, key)
-        ctx.record((key,), Origin(body.at(key), body[key], body.value_span.get(key)))
+        member: Origin = _new_origin((body.at(key), body[key], body.value_span.get(key)))
+        ctx.record((key,), member)
         handler = _HANDLERS.get(key)
         ctx.prefix = (key,)
         try:
             if handler is None:
                 fields[key] = ctx.generic(body[key], origin, (key,), (key,))
-                ctx.record((key,), Origin(body.at(key), body[key], body.value_span.get(key)))
+                ctx.record((key,), member)
             else:
                 fields[key] = handler(ctx, body[key], origin)
         except _Skip:
@@ -833,13 +835,13 @@ def _argv(ctx: _Ctx, value: Any, origin: Origin) -> list[str] | None:
         origins = ctx.origins
         # The loader keeps a position and a span per item: `ctx.item`, inline (an argv
         # of 80 words in 200 services made it a tenth of the model's time, issue 9).
-        positioned = len(value.item_pos) == len(value.item_span) == len(value)
-        for index, item in enumerate(value):
-            if positioned:
-                child = _new_origin((value.item_pos[index], item, value.item_span[index]))
-            else:
-                child = ctx.item(value, index)
+        if len(value.item_pos) == len(value.item_span) == len(value):
+            children = map(_new_origin, zip(value.item_pos, value, value.item_span, strict=True))
+        else:
+            children = map(ctx.item, itertools.repeat(value), range(len(value)))
+        for index, child in enumerate(children):
             origins[(key, index)] = child
+            item = child.raw
             if isinstance(item, str):
                 words.append(item if "$" not in item else ctx.template(item, child))
             else:
@@ -861,13 +863,16 @@ def _key_values(*, null: str | None, what: str) -> Handler:
             return result
         if isinstance(value, YMap):
             origins = ctx.origins
+            spans, key_positions, value_positions = value.value_span, value.key_pos, value.value_pos
             for name, item in value.items():
                 # ctx.member_value and ctx.record, inline (one of each per variable)
-                span = value.value_span.get(name)
-                key_at = value.at(name)
-                child = _new_origin((value.value_pos.get(name, key_at), item, span))
+                span = spans.get(name)
+                key_at = key_positions.get(name, value.pos)
+                child = _new_origin((value_positions.get(name, key_at), item, span))
                 origins[(*prefix, name)] = _new_origin((key_at, item, span))
-                if item is None:
+                if type(item) is str and "$" not in item:
+                    result[name] = item  # ctx.stringified's first case, inline
+                elif item is None:
                     result[name] = null
                 elif isinstance(item, (YMap, YList)):
                     ctx.problem(child, f"{key}.{name} must be a string, number or boolean, not {_type(item)}")

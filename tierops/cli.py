@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -44,5 +43,7 @@ def guarded(work: Callable[[], int], *, tool: str, stderr: TextIO | None = None)
             file=err,
         )
         if os.environ.get("TIEROPS_DEBUG"):
+            import traceback  # here: only this rare request pays for its import
+
             traceback.print_exc(file=err)
         return ExitCode.INTERNAL

@@ -277,7 +277,9 @@ def _load_bytes(raw: bytes, path: str) -> Loaded:
         # (YAML 1.2) may accept it. Their verdict is the one that counts.
         parser = "pure"
         composer = _Composer(text)
-        composer.feed(functools.partial(next, _pure_events(text), None))
+        from ruamel.yaml import events
+
+        composer.feed(functools.partial(next, _pure_events(text), None), events)
     if not composer.documents:
         raise LoadError(START, "empty compose file; expected a mapping (services: ...)")
     return Loaded(
@@ -305,7 +307,7 @@ def _libyaml_compose(text: str) -> _Composer:
     try:
         # One C call an event (yaml.parse adds a check_event each), and no generator
         # between the parser and the composer (its resumes cost a fifth of the loader).
-        composer.feed(loader.get_event)
+        composer.feed(loader.get_event, yaml.events)
     except yaml.YAMLError:
         raise _Refused from None
     finally:
@@ -339,25 +341,14 @@ def _pos(event: Any) -> Pos:
     return pos
 
 
-# The event classes by name: PyYAML's and ruamel.yaml's share their names and fields.
-_SCALAR, _MAP_START, _SEQ_START, _MAP_END, _SEQ_END, _ALIAS, _DOC_START, _DOC_END = (
-    "ScalarEvent",
-    "MappingStartEvent",
-    "SequenceStartEvent",
-    "MappingEndEvent",
-    "SequenceEndEvent",
-    "AliasEvent",
-    "DocumentStartEvent",
-    "DocumentEndEvent",
-)
 _NO_KEY = object()
 _MERGE = "<<"
 
 
 class _Frame:
-    __slots__ = ("anchor", "is_map", "key", "key_pos", "merge_sources", "merging", "value", "weight")
+    __slots__ = ("anchor", "is_map", "key", "key_pos", "merge_sources", "merging", "start", "value")
 
-    def __init__(self, value: YMap | YList, anchor: str | None) -> None:
+    def __init__(self, value: YMap | YList, anchor: str | None, start: int) -> None:
         self.value = value
         self.is_map = isinstance(value, YMap)
         self.anchor = anchor
@@ -365,7 +356,9 @@ class _Frame:
         self.key_pos = START
         self.merging = False
         self.merge_sources: list[YMap] = []
-        self.weight = 1
+        # The node count when the collection opened: its weight (what an alias of it
+        # expands to) is itself plus every node counted since.
+        self.start = start
 
 
 class _Composer:
@@ -383,95 +376,188 @@ class _Composer:
         self.stack: list[_Frame] = []
         self.root: list[tuple[Any, Pos]] = []
 
-    def feed(self, next_event: Callable[[], Any]) -> None:  # noqa: PLR0912, PLR0915 (a branch per event kind, scalar steps inline)
-        """Compose the events `next_event` returns, until it returns None."""
+    def feed(self, next_event: Callable[[], Any], events: Any) -> None:  # noqa: PLR0912, PLR0915 (the scalar steps inline)
+        """Compose the events `next_event` returns, until it returns None.
+
+        `events` is the parser's module of event classes (PyYAML's or ruamel.yaml's: the
+        same names and fields). Most events are a scalar key, value or item of an
+        ordinary collection: their steps run inline, on the current collection's state
+        kept in local variables (issue 9: the loader's Python steps cost more than
+        libyaml's parsing). Everything else (collections, aliases, anchors, merge and
+        duplicate keys, empty values, the document root, the node budget's last node)
+        writes that state back and takes the general path.
+        """
+        scalar_event = events.ScalarEvent
+        map_start, seq_start = events.MappingStartEvent, events.SequenceStartEvent
+        map_end, seq_end = events.MappingEndEvent, events.SequenceEndEvent
         stack = self.stack
-        kinds: dict[type, str] = {}
-        attach = self._attach
+        new_pos = _new_pos
+        no_key = _NO_KEY
+        budget = MAX_NODES
+        nodes = self.nodes
+        frame: _Frame | None = None
+        # The state of `frame` (stack[-1]) while scalars take the inline steps.
+        inline = False
+        is_map = False
+        key: Any = no_key
+        key_pos = START
+        mapping: YMap = YMap(START)
+        key_positions, value_positions, value_spans = mapping.key_pos, mapping.value_pos, mapping.value_span
+        items = YList(START)
+        append, item_pos_append, item_span_append = (
+            items.append,
+            items.item_pos.append,
+            items.item_span.append,
+        )
         while (event := next_event()) is not None:
             cls = type(event)
-            kind = kinds.get(cls)
-            if kind is None:
-                kind = kinds[cls] = cls.__name__
-            if kind == _SCALAR:
+            if cls is scalar_event:
                 style = event.style
                 value = event.value if style else _resolve_scalar(event)
+                if (
+                    inline
+                    and nodes < budget
+                    and not event.anchor
+                    and (style or value is not None or event.value)
+                ):
+                    start = event.start_mark
+                    pos = new_pos((start.line + 1, start.column + 1))
+                    if not is_map:
+                        nodes += 1
+                        append(value)
+                        item_pos_append(pos)
+                        item_span_append((start.index, event.end_mark.index))
+                        continue
+                    if key is not no_key:
+                        nodes += 1
+                        mapping[key] = value
+                        key_positions[key] = key_pos
+                        value_positions[key] = pos
+                        value_spans[key] = (start.index, event.end_mark.index)
+                        key = no_key
+                        continue
+                    name = value if type(value) is str else key_text(value)
+                    if name != _MERGE and name not in key_positions:
+                        nodes += 1
+                        key, key_pos = name, pos
+                        continue
+                # The general path, on the state written back.
+                self.nodes = nodes
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
+                self._scalar(event, value, style)
+                nodes = self.nodes
+            elif (cls is map_start or cls is seq_start) and not event.anchor and len(stack) < MAX_DEPTH:
+                # A collection opens (`_other`'s steps for one without an anchor).
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
                 start = event.start_mark
-                if event.anchor:
-                    self.anchor_pos.append(_pos(event))
-                    self.anchors[event.anchor] = (value, 1)
-                if value is None and not style and not event.value:
-                    # An empty value (`key:`): the two parsers place it differently (after
-                    # the colon, or at the next token); it is pointed at by its key.
-                    attach(value, self._empty_pos(start.index), 1, True, True, None)
-                    continue
-                pos = _new_pos((start.line + 1, start.column + 1))
-                span = (start.index, event.end_mark.index)
-                # Most events are a scalar key, value or item of an ordinary collection:
-                # `_attach`'s steps for them, inline (a third of the loader's time went
-                # to calling it, issue 9). A merge key, a duplicate key, the document
-                # root and a budget overrun take the general path.
-                frame = stack[-1] if stack else None
-                if frame is None or frame.merging or self.nodes >= MAX_NODES:
-                    attach(value, pos, 1, not style, True, span)
-                elif not frame.is_map:
-                    self.nodes += 1
-                    frame.weight += 1
-                    items: YList = frame.value  # type: ignore[assignment]
-                    items.append(value)
-                    items.item_pos.append(pos)
-                    items.item_span.append(span)
-                elif frame.key is not _NO_KEY:
-                    self.nodes += 1
-                    frame.weight += 1
-                    mapping: YMap = frame.value  # type: ignore[assignment]
-                    key = frame.key
-                    mapping[key] = value
-                    mapping.key_pos[key] = frame.key_pos
-                    mapping.value_pos[key] = pos
-                    mapping.value_span[key] = span
-                    frame.key = _NO_KEY
+                pos = new_pos((start.line + 1, start.column + 1))
+                stack.append(_Frame(YMap(pos) if cls is map_start else YList(pos), None, nodes))
+            elif (
+                (cls is map_end or cls is seq_end)
+                and frame is not None
+                and not frame.anchor
+                and not frame.merge_sources
+                and nodes < budget
+                and len(stack) > 1
+                and not (parent := stack[-2]).merging
+                and (not parent.is_map or parent.key is not no_key)
+            ):
+                # A collection closes as the value or item of an ordinary one (`_attach`'s
+                # steps for it).
+                stack.pop()
+                nodes += 1
+                closed = frame.value
+                if parent.is_map:
+                    outer: YMap = parent.value  # type: ignore[assignment]
+                    name = parent.key
+                    outer[name] = closed
+                    outer.key_pos[name] = parent.key_pos
+                    outer.value_pos[name] = closed.pos
+                    parent.key = no_key
                 else:
-                    key = value if type(value) is str else key_text(value)
-                    if key == _MERGE or key in frame.value.key_pos:  # type: ignore[union-attr]
-                        attach(value, pos, 1, not style, True, span)
-                    else:
-                        self.nodes += 1
-                        frame.weight += 1
-                        frame.key, frame.key_pos = key, pos
-            elif kind in (_MAP_START, _SEQ_START):
-                if len(stack) >= MAX_DEPTH:
-                    # Checked before the deeper node is parsed: the rest of the file is
-                    # never read, so a megabyte of `[` costs as much as 64 of them.
-                    raise LoadError(
-                        _pos(event), f"nesting deeper than {MAX_DEPTH} levels; not a compose file"
-                    )
-                container: YMap | YList = YMap(_pos(event)) if kind == _MAP_START else YList(_pos(event))
-                if event.anchor:
-                    self.anchor_pos.append(_pos(event))
-                    self.open_anchors.add(event.anchor)
-                stack.append(_Frame(container, event.anchor))
-            elif kind in (_MAP_END, _SEQ_END):
-                frame = stack.pop()
-                if frame.merge_sources:
-                    _apply_merges(frame)
-                if frame.anchor:
-                    self.open_anchors.discard(frame.anchor)
-                    self.anchors[frame.anchor] = (frame.value, frame.weight)
-                attach(frame.value, frame.value.pos, frame.weight, False, True, None)
-            elif kind == _ALIAS:
-                pos = _pos(event)
-                if event.anchor in self.open_anchors:
-                    raise LoadError(pos, f"recursive alias *{event.anchor} (it refers to its own anchor)")
-                if event.anchor not in self.anchors:
-                    raise LoadError(pos, f"undefined alias *{event.anchor}")
-                self.alias_pos.append(pos)
-                value, weight = self.anchors[event.anchor]
-                attach(value, pos, weight, False, False, None)
-            elif kind == _DOC_START:
-                self.root = []
-            elif kind == _DOC_END:
-                self._end_document(_pos(event))
+                    outer_items: YList = parent.value  # type: ignore[assignment]
+                    outer_items.append(closed)
+                    outer_items.item_pos.append(closed.pos)
+                    outer_items.item_span.append(None)
+            else:
+                # The general path, on the state written back.
+                self.nodes = nodes
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
+                self._other(event, cls.__name__)
+                nodes = self.nodes
+            if not stack:
+                frame, inline = None, False
+                continue
+            frame = stack[-1]
+            inline = not frame.merging
+            is_map, key, key_pos = frame.is_map, frame.key, frame.key_pos
+            if is_map:
+                mapping = frame.value  # type: ignore[assignment]
+                key_positions, value_positions = mapping.key_pos, mapping.value_pos
+                value_spans = mapping.value_span
+            else:
+                items = frame.value  # type: ignore[assignment]
+                append, item_pos_append, item_span_append = (
+                    items.append,
+                    items.item_pos.append,
+                    items.item_span.append,
+                )
+        self.nodes = nodes
+        if frame is not None:
+            frame.key, frame.key_pos = key, key_pos
+
+    def _scalar(self, event: Any, value: Any, style: str | None) -> None:
+        if event.anchor:
+            self.anchor_pos.append(_pos(event))
+            self.anchors[event.anchor] = (value, 1)
+        start = event.start_mark
+        if value is None and not style and not event.value:
+            # An empty value (`key:`): the two parsers place it differently (after the
+            # colon, or at the next token); it is pointed at by its key.
+            self._attach(value, self._empty_pos(start.index), 1, True, True, None)
+            return
+        span = (start.index, event.end_mark.index)
+        self._attach(value, _pos(event), 1, not style, True, span)
+
+    def _other(self, event: Any, kind: str) -> None:
+        """Every event but a scalar, by its class's name (PyYAML's and ruamel.yaml's agree)."""
+        stack = self.stack
+        if kind in ("MappingStartEvent", "SequenceStartEvent"):
+            if len(stack) >= MAX_DEPTH:
+                # Checked before the deeper node is parsed: the rest of the file is
+                # never read, so a megabyte of `[` costs as much as 64 of them.
+                raise LoadError(_pos(event), f"nesting deeper than {MAX_DEPTH} levels; not a compose file")
+            pos = _pos(event)
+            container: YMap | YList = YMap(pos) if kind == "MappingStartEvent" else YList(pos)
+            if event.anchor:
+                self.anchor_pos.append(pos)
+                self.open_anchors.add(event.anchor)
+            stack.append(_Frame(container, event.anchor, self.nodes))
+        elif kind in ("MappingEndEvent", "SequenceEndEvent"):
+            frame = stack.pop()
+            if frame.merge_sources:
+                _apply_merges(frame)
+            weight = self.nodes - frame.start + 1
+            if frame.anchor:
+                self.open_anchors.discard(frame.anchor)
+                self.anchors[frame.anchor] = (frame.value, weight)
+            self._attach(frame.value, frame.value.pos, weight, False, True, None)
+        elif kind == "AliasEvent":
+            pos = _pos(event)
+            if event.anchor in self.open_anchors:
+                raise LoadError(pos, f"recursive alias *{event.anchor} (it refers to its own anchor)")
+            if event.anchor not in self.anchors:
+                raise LoadError(pos, f"undefined alias *{event.anchor}")
+            self.alias_pos.append(pos)
+            value, weight = self.anchors[event.anchor]
+            self._attach(value, pos, weight, False, False, None)
+        elif kind == "DocumentStartEvent":
+            self.root = []
+        elif kind == "DocumentEndEvent":
+            self._end_document(_pos(event))
 
     def _empty_pos(self, index: int) -> Pos:
         frame = self.stack[-1] if self.stack else None
@@ -514,7 +600,6 @@ class _Composer:
             self.root.append((value, pos))
             return
         frame = stack[-1]
-        frame.weight += weight
         if not frame.is_map:
             items: YList = frame.value  # type: ignore[assignment]
             items.append(value)

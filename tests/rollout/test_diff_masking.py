@@ -598,3 +598,47 @@ def test_a_markdown_target_that_cannot_be_written_is_one_line_never_a_traceback(
     code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, str(blocker / "report.md")])
     assert code == 3 and err.startswith(f"{blocker / 'report.md'}: cannot write the Markdown report: ")
     assert "Traceback" not in err and err.count("\n") == 1
+
+
+def _walked_mappings(masker: object, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The mappings `masker`'s walks list the children of, from now on."""
+    from rollout.masking import Masker
+
+    seen: list[object] = []
+    children = Masker._children
+
+    def spy(self: Masker, node: object, secret: bool) -> object:
+        seen.append(node)
+        return children(self, node, secret)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Masker, "_children", spy)
+    return seen
+
+
+def test_a_service_equal_to_one_walked_before_is_not_walked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Base and head share most services (issue 9): the head's equal ones are skipped,
+    a changed one is walked and its new secret found."""
+    from rollout.masking import Masker
+    from tierops.yamlload import load_bytes
+
+    base = b"services:\n  a: {command: [x, --api-key, k3y-of-a-1]}\n  b: {environment: {X: '1'}}\n"
+    head = base.replace(b"X: '1'", b"API_TOKEN: t0ken-of-b-2")
+    masker = Masker()
+    masker.add_document(load_bytes(base, "base").documents[0])
+    walked = _walked_mappings(masker, monkeypatch)
+    masker.add_document(load_bytes(head, "head").documents[0])
+    assert {"command": ["x", "--api-key", "k3y-of-a-1"]} not in walked
+    assert {"environment": {"API_TOKEN": "t0ken-of-b-2"}} in walked
+    shown = masker.mask("k3y-of-a-1 t0ken-of-b-2")
+    assert "k3y-of-a-1" not in shown and "t0ken-of-b-2" not in shown
+
+
+def test_an_equal_entry_under_another_secret_ness_is_walked_again() -> None:
+    from rollout.masking import Masker
+
+    document = {"x-notes": {"first": {"note": "plain-looking-value"}}}
+    masker = Masker()
+    masker.add_document(document)
+    assert masker.mask("plain-looking-value") == "plain-looking-value"
+    masker.add_document(document, secret=True)
+    assert masker.mask("plain-looking-value") == fingerprint("plain-looking-value")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,38 @@ def test_an_alias_bomb_is_refused() -> None:
         previous = chr(ord(level) - 1)
         lines.append(f"{level}: &{level} [{', '.join([f'*{previous}'] * 10)}]")
     assert "alias expansion exceeds" in _refusal("\n".join(lines) + "\n").message
+
+
+@pytest.mark.parametrize(
+    ("text", "nodes"),
+    [
+        ("a: [x, x, x]\n", 6),
+        ("a: &a [x, x, x]\nb: [*a, *a]\n", 16),
+        ("base: &b {x: 1, y: 2}\ns: {<<: *b, z: 3}\n", 17),
+        ("a: &s v\nb: [*s, *s, *s]\n", 8),
+        ("a: &a {b: [x, {c: d}]}\ne: {f: *a, g: [*a]}\n---\nh: *a\n", 37),
+    ],
+    ids=["flat", "aliases", "merge", "scalar alias", "nested across documents"],
+)
+def test_the_node_budget_counts_every_node_and_each_alias_expansion_exactly(
+    text: str, nodes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every key, value, item and collection is one node, and an alias counts what its
+    anchor expands to: a file of `nodes` nodes fits a budget of `nodes`, not one less."""
+    for parser in ("libyaml", "pure"):
+        if parser == "pure":
+            monkeypatch.setattr("tierops.yamlload._C_LOADER", None)
+        monkeypatch.setattr("tierops.yamlload.MAX_NODES", nodes)
+        assert load_bytes(text.encode(), "f.yaml").parser == parser
+        monkeypatch.setattr("tierops.yamlload.MAX_NODES", nodes - 1)
+        assert "alias expansion exceeds" in _refusal(text).message
+
+
+def test_a_flat_list_over_the_node_budget_is_refused_quickly() -> None:
+    raw = b"a: [" + b"1," * (MAX_BYTES // 2 - 8) + b"1]\n"
+    start = time.perf_counter()
+    assert "alias expansion exceeds" in _refusal(raw).message
+    assert time.perf_counter() - start < 5  # about 0.2 s here: stops at the budget
 
 
 def test_a_file_over_the_size_budget_is_refused_without_parsing() -> None:
