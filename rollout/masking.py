@@ -49,19 +49,16 @@ import html
 import io
 import itertools
 import json
-import marshal
 import operator
 import os
 import re
 import shlex
-import signal
 import sys
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from tierops.errors import OutputError, UsageError
@@ -76,7 +73,6 @@ __all__ = [
     "mask_changeset",
     "mask_text",
     "protect_source",
-    "protect_sources",
     "secret_key",
 ]
 
@@ -390,9 +386,6 @@ class Masker:
         # What each entry of a top-level mapping (a service, a volume) held when a document
         # was walked, by (top-level key, entry key, secret-ness): see `add_document`.
         self._walked: dict[tuple[Any, Any, bool], Any] = {}
-        # A child process reading sources for this masker (`add_sources`): its pid, the
-        # pipe its result comes through, and the sources (read here if it fails).
-        self._reading: tuple[int, int, list[bytes | str]] | None = None
 
     # -- adding
 
@@ -418,94 +411,8 @@ class Masker:
     def add_source(self, data: bytes | str) -> None:
         """Every secret of a file's text: parsed as YAML where it parses, and line by line
         (which also sees duplicate keys and files that do not parse)."""
-        self.settle()
         text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
         self.add_text(text)
-
-    def add_sources(self, sources: list[bytes | str]) -> None:
-        """`add_source` of each of `sources`, read beside the caller's next steps when the
-        system can fork: each is parsed here (the caller's later readings share the parse,
-        `load_shared`), then a child process reads them while this one goes on (issue 9:
-        on a second core, beside the diff's model). The masker waits for the child before
-        it masks or adds anything else (`settle`), and reads the sources itself if the
-        child cannot start or fails.
-        """
-        self.settle()
-        if not _can_fork() or not sources:
-            for data in sources:
-                self.add_source(data)
-            return
-        for data in sources:
-            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-            if _parsed_as_yaml(text):
-                _documents(text)
-        try:
-            read_end, write_end = os.pipe()
-        except OSError:
-            read_end = -1
-        parent = os.getpid()
-        # Ctrl-C is held back across the fork: the child lets it in only where it ends at
-        # once (an interrupt at the fork itself would run this run's code in the child).
-        interrupts = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        pid = _fork() if read_end >= 0 else -1
-        if pid == 0:
-            self._read_in_child(sources, parent, read_end, write_end, interrupts)  # never returns
-        signal.pthread_sigmask(signal.SIG_SETMASK, interrupts)
-        if read_end >= 0:
-            os.close(write_end)
-        if pid < 0:
-            if read_end >= 0:
-                os.close(read_end)
-            for data in sources:
-                self.add_source(data)
-            return
-        self._reading = (pid, read_end, list(sources))
-
-    def _read_in_child(
-        self,
-        sources: list[bytes | str],
-        parent: int,
-        read_end: int,
-        write_end: int,
-        interrupts: set[int | signal.Signals],
-    ) -> NoReturn:
-        """In the child: read the sources, send the secrets found, exit; print nothing
-        (its stdout and stderr lead nowhere, and it ends without flushing a buffer)."""
-        code = 1
-        try:
-            signal.pthread_sigmask(signal.SIG_SETMASK, interrupts)
-            os.close(read_end)
-            quiet = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(quiet, 1)
-            os.dup2(quiet, 2)
-            _die_with(parent)
-            for data in sources:
-                self.add_source(data)
-            payload = marshal.dumps((self._shown, self._multiline))
-            with os.fdopen(write_end, "wb") as pipe:
-                pipe.write(payload)
-            code = 0
-        finally:
-            os._exit(code)
-
-    def settle(self) -> None:
-        """Wait for a child reading sources (`add_sources`) and take its secrets; when it
-        failed, read the sources here."""
-        reading, self._reading = self._reading, None
-        if reading is None:
-            return
-        pid, read_end, sources = reading
-        found = _child_result(pid, read_end)
-        if found is None:
-            for data in sources:
-                self.add_source(data)
-            return
-        shown, multiline = found
-        if shown != self._shown:
-            self._shown = shown
-            self._pattern = None
-            self._masked_lines.clear()
-        self._multiline = multiline
 
     def add_document(self, node: Any, secret: bool = False) -> None:
         """Walk parsed YAML: values under secret-like keys, argv pairs, inline text.
@@ -604,7 +511,7 @@ class Masker:
         if text in self._seen:
             return
         self._seen.add(text)
-        if _parsed_as_yaml(text):
+        if "\n" in text or text.lstrip().startswith(("{", "[")):
             self._add_yaml(text)
         lines = text.splitlines()
         if len(lines) == 1 and lines[0] == text:
@@ -622,7 +529,11 @@ class Masker:
     def _add_yaml(self, text: str) -> None:
         """Parsed by the one loader (tierops/yamlload.py), within its depth, size and alias
         budgets: hostile text is left to the line-by-line reading, never a hang or a crash."""
-        for document in _documents(text):
+        try:  # (text over the loader's size budget is refused by it: LoadError)
+            documents = load_shared(text.encode("utf-8", "surrogatepass"), "<inline>").documents
+        except (LoadError, UnicodeError, RecursionError):
+            return
+        for document in documents:
             if isinstance(document, (Mapping, list)):
                 self.add_document(document)
 
@@ -687,7 +598,6 @@ class Masker:
         the text is masked whole. Both give the same text (issue 9: a 100-stack plan is
         7 MB of JSON, most of it repeated lines).
         """
-        self.settle()
         if "\n" not in text or self._multiline or not lines_apart(text):
             return self._mask_whole(text)
         masked = self._masked_lines
@@ -727,73 +637,6 @@ class Masker:
                 parts.append(escaped)
             self._pattern = re.compile("(?=(" + "|".join(parts) + "))")
         return self._pattern
-
-
-def _parsed_as_yaml(text: str) -> bool:
-    """Whether `Masker.add_text` reads `text` as YAML too (not only line by line)."""
-    return "\n" in text or text.lstrip().startswith(("{", "["))
-
-
-def _documents(text: str) -> tuple[Any, ...]:
-    """The documents of `text` as the one loader reads them; none if it refuses them."""
-    try:  # (text over the loader's size budget is refused by it: LoadError)
-        return load_shared(text.encode("utf-8", "surrogatepass"), "<inline>").documents
-    except (LoadError, UnicodeError, RecursionError):
-        return ()
-
-
-def _can_fork() -> bool:
-    """Whether sources may be read in a forked child: on Linux (where the child can be
-    tied to this process's life), with no other thread (a fork copies only the calling
-    thread, and a lock another one holds would never be released in the child)."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
-
-
-def _fork() -> int:
-    """os.fork(): the child's pid, 0 in the child, -1 when it could not start."""
-    try:
-        return os.fork()
-    except OSError:
-        return -1
-
-
-def _die_with(parent: int) -> None:
-    """Have the kernel kill this (child) process when `parent` ends, whatever ends it."""
-    import ctypes  # here: only a child pays for it
-
-    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent:  # the parent ended before the request took effect
-        raise OSError("the parent has ended")
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _child_result(pid: int, read_end: int) -> tuple[dict[str, str], bool] | None:
-    """What a reading child sent, once it has ended; None if it failed. Whatever stops
-    the wait (an interrupt), the child does not outlive it."""
-    chunks: list[bytes] = []
-    status = -1
-    try:
-        while chunk := os.read(read_end, 1 << 16):
-            chunks.append(chunk)
-        _, status = os.waitpid(pid, 0)
-    finally:
-        os.close(read_end)
-        if status == -1:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-        return None
-    try:
-        shown, multiline = marshal.loads(b"".join(chunks))
-    except (EOFError, ValueError, TypeError):
-        return None
-    if not isinstance(shown, dict) or not isinstance(multiline, bool):
-        return None
-    return shown, multiline
 
 
 def _spellings(literal: str) -> list[str]:
@@ -839,14 +682,6 @@ def protect_source(data: bytes | str | None) -> None:
     # its text printed): there is nothing of it to mask, and reading it would be slow.
     if masker is not None and data is not None and len(data) <= MAX_BYTES:
         masker.add_source(data)
-
-
-def protect_sources(sources: Iterable[bytes | str | None]) -> None:
-    """`protect_source` of each of `sources`, read beside the caller's next steps
-    (`Masker.add_sources`): the boundary masks nothing before it has their secrets."""
-    masker = _ACTIVE.get()
-    if masker is not None:
-        masker.add_sources([data for data in sources if data is not None and len(data) <= MAX_BYTES])
 
 
 class MaskingStream(io.TextIOBase):
@@ -914,7 +749,6 @@ def boundary() -> Iterator[Masker]:
     try:
         yield masker
     finally:
-        masker.settle()  # a reading child never outlives the boundary
         sys.stdout, sys.stderr = out, err
         for stream in streams:
             stream.close_boundary()

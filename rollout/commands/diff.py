@@ -16,7 +16,7 @@ from pathlib import Path
 from rollout import git
 from rollout.changes import ChangeSet
 from rollout.compare import compare
-from rollout.masking import mask_changeset, protect_sources, write_masked
+from rollout.masking import mask_changeset, protect_source, write_masked
 from rollout.report_diff import RENDERERS
 from rollout.snapshot import (
     BASE_ENV,
@@ -93,8 +93,9 @@ def load_sides(args: argparse.Namespace) -> tuple[Path, Snapshot, Snapshot, Chan
     check_paths_exist(repo, base, head, paths)
     # Both sides' secrets are known to the output boundary before anything is printed:
     # a value secret on either side is masked wherever the report shows it.
-    # (read beside the comparison where the system allows: the boundary waits for them)
-    protect_sources([*base.files.values(), *head.files.values()])
+    for snapshot in (base, head):
+        for data in snapshot.files.values():
+            protect_source(data)
     return repo, base, head, mask_changeset(compare(base, head, paths))
 
 
