@@ -16,16 +16,7 @@ from rollout.changes import Op
 from rollout.describe import as_written, describe
 from rollout.masking import mask_change
 from tests.rollout.diffkit import file_change, new_repo, run_cli, text_lines, write
-
-SERVICE = """\
-services:
-  web:
-    image: nginx:1.27
-{body}"""
-
-
-def service(body: str) -> str:
-    return SERVICE.format(body=body)
+from tests.rollout.test_diff_canonical import service  # one service `web`, then `body`
 
 
 def only_change(old: str, new: str):  # type: ignore[no-untyped-def]
