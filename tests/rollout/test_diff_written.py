@@ -17,6 +17,7 @@ from rollout.describe import as_written, describe
 from rollout.masking import mask_change
 from tests.rollout.diffkit import file_change, new_repo, run_cli, text_lines, write
 from tests.rollout.test_diff_canonical import service  # one service `web`, then `body`
+from tests.tierops.spellings import FAMILIES
 
 
 def only_change(old: str, new: str):  # type: ignore[no-untyped-def]
@@ -178,3 +179,32 @@ def test_a_side_without_a_text_of_its_own_reads_as_dots() -> None:
 
     assert as_written(replace(change, written=(None, "6m")), "x: 5m -> 6m") == ""
     assert as_written(replace(change, written=("300s", None)), "x: 5m -> 6m") == " (written: 300s -> ...)"
+
+
+def _indented(body: str) -> str:
+    return "".join(f"    {line}\n" for line in body.split("\n"))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_quoted_scalar_is_text_of_its_file(family: str) -> None:
+    """On the spelling variants of every field, one after the other: a scalar quoted as
+    written is the file's own text (quotes, if any, included), on the side it names."""
+    bodies = FAMILIES[family]
+    quoted = 0
+    for before, after in zip(bodies, bodies[1:], strict=False):
+        texts = (service(_indented(before)), service(_indented(after)))
+        services = file_change(*texts).services
+        for change in services[0].changes if services else ():
+            if change.aspect.value in ("argv", "entrypoint"):
+                continue  # a string command's words are words, not text (tested above)
+            for text, file in zip(change.written, texts, strict=True):
+                if text is None or text.startswith(("{", "[")):
+                    continue  # a collection is quoted in flow style, not as its block lines
+                assert text in file, (family, before, after, change)
+                quoted += 1
+    assert quoted or family in _NOTHING_QUOTED, family
+
+
+# Families without a quoted scalar to check: argv (words, skipped above), and those
+# whose consecutive variants differ only in collections or not at all for Compose.
+_NOTHING_QUOTED = frozenset({"command", "entrypoint", "depends_on", "images", "ports-target-only"})
