@@ -7,6 +7,7 @@ the author wrote is not in it, so a reviewer can find the value in the file.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -191,7 +192,7 @@ def test_every_quoted_scalar_is_text_of_its_file(family: str) -> None:
     written is the file's own text (quotes, if any, included), on the side it names."""
     bodies = FAMILIES[family]
     quoted = 0
-    for before, after in zip(bodies, bodies[1:], strict=False):
+    for before, after in itertools.pairwise(bodies):
         texts = (service(_indented(before)), service(_indented(after)))
         services = file_change(*texts).services
         for change in services[0].changes if services else ():
