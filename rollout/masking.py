@@ -62,7 +62,8 @@ from typing import Any, TextIO
 
 from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from tierops.errors import OutputError, UsageError
-from tierops.secrets import TOKEN_SHAPES, entropy, only_references
+from tierops.secrets import HEADER, HEADER_WORDS, entropy, only_references
+from tierops.secrets import SHAPES as _SHAPES
 from tierops.secrets import secret_key as shared_secret_key
 from tierops.yamlload import MAX_BYTES, LoadError, load_shared
 
@@ -171,16 +172,6 @@ def secret_fragments(value: str) -> list[str]:
 
 # --------------------------------------------------------------------------- shapes
 
-_SHAPES = re.compile("|".join(f"(?:{pattern})" for pattern in TOKEN_SHAPES.values()))
-# The credential of a header or an auth scheme (tierops.secrets has the same idea for
-# findings; the boundary needs the credential's exact span, so it keeps its own).
-_HEADER = re.compile(
-    r"(?i)\b(?:authorization|proxy-authorization|x-api-key|api-key|x-auth-token|private-token)"
-    r"[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?(?P<a>[^\s\"',;}\]\\]+)"
-    r"|\b(?:bearer|basic)\s+(?P<b>[A-Za-z0-9._~+/=-]{8,})"
-)
-# What every `_HEADER` match holds, lower-cased (its words are matched ignoring case).
-_HEADER_WORDS = ("authorization", "api-key", "auth-token", "private-token", "bearer", "basic")
 # Random-looking runs. tierops.secrets.high_entropy also flags service names and config
 # variants (`model-sg-glm53-w4afp8-tp4-r1`); in a report that would hide the very
 # names an operator reads, so the boundary asks for more: mixed case and two digits.
@@ -205,7 +196,7 @@ def shape_spans(text: str) -> Iterator[tuple[int, int]]:
     """Where credentials sit in free text by their look alone."""
     for match in _SHAPES.finditer(text):
         yield match.span()
-    for match in _HEADER.finditer(text):
+    for match in HEADER.finditer(text):
         group = "a" if match.group("a") else "b"
         value = match.group(group)
         if value and not value.startswith(("$", "<secret")) and _meaningful(value):
@@ -248,12 +239,12 @@ def mask_text(text: str) -> str:
 
 
 def lines_apart(text: str) -> bool:
-    """Whether no credential shape in `text` can span a line break: only `_HEADER`'s
+    """Whether no credential shape in `text` can span a line break: only `HEADER`'s
     spaces can, and only after one of its words (looked for lower-cased in ASCII text)."""
     if not text.isascii():
         return False
     lowered = text.lower()
-    return not any(word in lowered for word in _HEADER_WORDS)
+    return not any(word in lowered for word in HEADER_WORDS)
 
 
 def _mask_shapes(text: str) -> str:
@@ -283,7 +274,7 @@ _ASSIGNMENT = re.compile(
 
 # What every finding of `Masker._add_line` needs somewhere in its line: a word a secret
 # key is made of (each of tierops.secrets.SECRET_WORDS and _SECRET_ENDINGS contains one
-# of these, so do the header names of _HEADER), a Basic/Bearer scheme, a token shape, or
+# of these, so do the header names of HEADER), a Basic/Bearer scheme, a token shape, or
 # a run of 24 letters and digits (random runs and hex tokens). A line without any of
 # them holds nothing to collect, and most lines of a compose file are such lines: three
 # searches instead of the full reading (issue 9). A superset by construction, never a
@@ -594,7 +585,7 @@ class Masker:
 
         Line by line (each distinct line once) when nothing can match across a line
         break: no known spelling holds one, and no header or scheme word is in the text
-        (`_HEADER`'s spaces may span lines; no other shape has a line break). Otherwise
+        (`HEADER`'s spaces may span lines; no other shape has a line break). Otherwise
         the text is masked whole. Both give the same text (issue 9: a 100-stack plan is
         7 MB of JSON, most of it repeated lines).
         """

@@ -159,14 +159,20 @@ TOKEN_SHAPES: dict[str, str] = {
     "a JSON web token": r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}",
     "a PEM private key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
 }
-_SHAPES = re.compile("|".join(f"(?:{pattern})" for pattern in TOKEN_SHAPES.values()))
+# Any token shape, in one pattern (the output boundary masks by it, rollout/masking.py).
+SHAPES = re.compile("|".join(f"(?:{pattern})" for pattern in TOKEN_SHAPES.values()))
 _SHAPE_LIST = [(label, re.compile(pattern)) for label, pattern in TOKEN_SHAPES.items()]
-# `Authorization: x`, `Bearer x`, `Basic x`, `Token x`, `X-Api-Key: x`: the credential.
-_HEADER = re.compile(
-    r"(?i)\b(?:authorization|proxy-authorization|x-api-key|api-key)\s*[:=]\s*"
-    r"(?:(?:bearer|basic|token)\s+)?(?P<a>[^\s\"',;}\]]+)"
+# The credential of a header or an auth scheme: `Authorization: x`, `Bearer x`, `Basic
+# x`, `Token x`, `X-Api-Key: x`, a quoted key (`"X-Api-Key": "x"`, JSON headers),
+# `PRIVATE-TOKEN: x` (GitLab), `X-Auth-Token: x`. One definition: the validators' findings
+# (`text_hits`) and the rollout tools' output boundary (rollout/masking.py) read the same.
+HEADER = re.compile(
+    r"(?i)\b(?:authorization|proxy-authorization|x-api-key|api-key|x-auth-token|private-token)"
+    r"[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?(?P<a>[^\s\"',;}\]\\]+)"
     r"|\b(?:bearer|basic)\s+(?P<b>[A-Za-z0-9._~+/=-]{8,})"
 )
+# What every `HEADER` match holds, lower-cased (its words are matched ignoring case).
+HEADER_WORDS = ("authorization", "api-key", "auth-token", "private-token", "bearer", "basic")
 _MIN_RUN = 24
 _RUN = re.compile(r"[A-Za-z0-9+/=_.-]{24,}")
 _PIECES = re.compile(r"[-_/.]+")
@@ -296,8 +302,22 @@ _ASSIGNMENT = re.compile(
 # search rules them out (the validators scan every word of every file).
 _CANDIDATE = re.compile(
     r"hf_|gh[pousr]_|github_pat_|sk-|AKIA|ASIA|xox|glpat-|eyJ|-----BEGIN|=|"
-    r"(?i:authorization|api-key|bearer|basic)|[A-Za-z0-9+/=_.-]{24}"
+    rf"(?i:{'|'.join(HEADER_WORDS)})|[A-Za-z0-9+/=_.-]{{24}}"
 )
+
+
+def _assignment_hits(text: str, offset: int) -> Iterator[Hit]:
+    """`NAME=literal` with a secret-like NAME, also inside an innocent name's value
+    (`NOTE=DB_PASS=hunter2`; each level is strictly shorter, so it ends)."""
+    for match in _ASSIGNMENT.finditer(text):
+        name, written = match.group("name"), match.group("value")
+        value = written.strip("\"'")
+        if secret_key(name):
+            if literal_in(value) is not None:
+                start, end = match.span("value")
+                yield Hit(start + offset, end + offset, f"a literal {name}")
+        elif "=" in value and len(value) < len(text):
+            yield from _assignment_hits(value, offset + match.start("value") + written.index(value))
 
 
 def text_hits(text: str) -> Iterator[Hit]:
@@ -307,16 +327,13 @@ def text_hits(text: str) -> Iterator[Hit]:
     for label, compiled in _SHAPE_LIST:
         for match in compiled.finditer(text):
             yield Hit(*match.span(), label)
-    for match in _HEADER.finditer(text):
+    for match in HEADER.finditer(text):
         group = "a" if match.group("a") else "b"
         value = match.group(group)
         # A value starting with `$` is a reference (the match stops at its `}`).
         if value and not value.startswith("$") and _literal_text(value):
             yield Hit(*match.span(group), "an Authorization credential")
-    for match in _ASSIGNMENT.finditer(text):
-        name, value = match.group("name"), match.group("value").strip("\"'")
-        if secret_key(name) and literal_in(value) is not None:
-            yield Hit(*match.span("value"), f"a literal {name}")
+    yield from _assignment_hits(text, 0)
     for match in _RUN.finditer(text):
         if high_entropy(match.group()):
             yield Hit(*match.span(), "a high-entropy token")

@@ -18,8 +18,10 @@ like is tierops/secrets.py, shared with the diff and the release tools):
   VAR anywhere: the text is the secret whenever the host lacks VAR. Only the soft
   defaults the contract declares for the collector may stay, with a placeholder
   (`unset` or empty);
-- no Authorization/Bearer credential, `NAME=literal` with a secret-like NAME, token
-  shape (`hf_`, `ghp_`, `sk-`, AWS, Slack, GitLab, JWT, PEM) or high-entropy run in any
+- no credential of an Authorization, X-Api-Key, X-Auth-Token or PRIVATE-TOKEN header
+  (its name quoted or not: `"X-Api-Key": "x"`) or of a Bearer/Basic scheme,
+  `NAME=literal` with a secret-like NAME (also inside another's value:
+  `NOTE=DB_PASS=x`), token shape (`hf_`, `ghp_`, `sk-`, AWS, Slack, GitLab, JWT, PEM) or high-entropy run in any
   argv word (command, entrypoint, healthcheck test), env or label value, or inline
   config (`configs.*.content`, the collector's included: there a secret-like key holds
   only `${env:VAR}` references).

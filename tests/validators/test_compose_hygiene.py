@@ -260,7 +260,21 @@ def test_names_paths_and_references_in_free_text_are_not_credentials(text: str) 
         ("Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdo", "a high-entropy token"),
         (f"curl -H 'Authorization: Bearer {PASSWORD}'", "an Authorization credential"),
         (f"DB_PASS={PASSWORD} psql", "a literal DB_PASS"),
+        (f"NOTE=DB_PASS={PASSWORD}", "a literal DB_PASS"),  # inside an innocent name's value
+        (f'{{"X-Api-Key": "{PASSWORD}"}}', "an Authorization credential"),  # a quoted (JSON) key
+        (f"PRIVATE-TOKEN: {PASSWORD}", "an Authorization credential"),  # GitLab's header
+        (f"X-Auth-Token={PASSWORD}", "an Authorization credential"),
     ],
 )
 def test_credentials_in_free_text(text: str, what: str) -> None:
-    assert [hit.what for hit in secrets.text_hits(text)][:1] == [what]
+    hits = list(secrets.text_hits(text))
+    assert [hit.what for hit in hits][:1] == [what]
+    credential = PASSWORD if PASSWORD in text else text
+    assert text[hits[0].start : hits[0].end] == credential  # the span is the credential's own
+
+
+def test_the_output_boundary_reads_headers_as_the_findings_do() -> None:
+    from rollout import masking
+
+    assert masking.HEADER is secrets.HEADER  # one definition: a finding and a mask agree
+    assert masking.HEADER_WORDS is secrets.HEADER_WORDS
