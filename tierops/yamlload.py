@@ -727,6 +727,8 @@ def resolve_plain(value: str) -> Any:  # noqa: PLR0911 (one return per YAML type
     first = value[0]
     if not (first.isdigit() or first in "+-."):
         return value
+    if value.isascii() and value.isdigit() and (first != "0" or len(value) == 1) and len(value) < 19:
+        return int(value)  # a plain decimal (most numbers): what _go_int reads it as, in one call
     plain = value.replace("_", "")
     if not plain:
         return value
