@@ -44,8 +44,8 @@ from rollout.changes import ABSENT, ASPECT_ORDER, Aspect, Change, FileChange, Ke
 from rollout.describe import unquoted
 from rollout.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, program_of
 from rollout.roles import Role, mounted_by, roles_of
-from tierops.argv import aliases_for, split_argv
-from tierops.canonical import Service, flow, runtime_form
+from tierops.argv import Argv, aliases_for, split_argv
+from tierops.canonical import Service, runtime_form
 from tierops.yamlload import YList, YMap
 
 _KEY_ASPECTS: dict[str, Aspect] = {
@@ -170,8 +170,19 @@ def _written_at(document: Document, name: str, rel: tuple[Key, ...]) -> tuple[st
     service = document.service(name)
     if service is None or not rel:
         return None, None
-    model = _model_path(service.fields, rel)
-    return str(service.at(*model)), _quote(service, rel, model)
+    key = rel[0]
+    if key in ARGV_KEYS and len(rel) >= 3 and rel[1] == "args" and isinstance(rel[2], int):
+        # argv item `i` of the compared form is a flag's (or a positional's) word
+        words = service.fields.get(str(key)) or []
+        split = split_argv(words, aliases_for(program_of(service.fields)))
+        indices = sorted(
+            [option.index for option in split.options] + [index for index, _ in split.positionals]
+        )
+        if rel[2] >= len(indices):
+            return str(service.at(key)), None
+        word = indices[rel[2]]
+        return str(service.at(key, word)), _quote_option(service, str(key), word, words, split)
+    return str(service.at(*rel)), _quote(service, rel)
 
 
 # The fields a list of `KEY=value` items can spell (environment, labels, ...).
@@ -180,66 +191,42 @@ _KEYED_LISTS = frozenset({"environment", "labels", "annotations", "sysctls", "ex
 QUOTE_LIMIT = 100
 
 
-def _quote(service: Service, rel: tuple[Key, ...], model: tuple[Key, ...]) -> str | None:
-    """The author's text of the value at `model`: a scalar exactly as written (its quotes
-    too), a collection in compact flow style, an argv option as its words.
+def _quote(service: Service, path: tuple[Key, ...]) -> str | None:
+    """The author's text of the value at `path` (`Service.quote`: a scalar exactly as
+    written, its quotes too; a collection in compact flow style).
 
-    None when the author wrote no node of its own for it (a default, a word of a string
-    command is quoted as the word), when it is longer than QUOTE_LIMIT, or when the text
-    holds an escape or a line break: the output boundary masks secrets by their value
+    None when the author wrote no node of its own there (a default, an empty value), when
+    it is longer than QUOTE_LIMIT, or when the text is not its value's own spelling (an
+    escape, a folded or block scalar): the output boundary masks secrets by their value
     and its printed spellings, and a YAML escape (`"s3cr\\x65t"`) is none of them.
     """
-    if rel[0] in ARGV_KEYS and len(rel) >= 3 and rel[1] == "args":
-        return _quote_option(service, model)
-    found = service.origins.get(model)
-    if found is None:
+    found = service.origins.get(path)
+    if found is None or (found.span is None and not isinstance(found.raw, (YMap, YList))):
         return None
+    text = service.quote(*path)
     raw = found.raw
-    if isinstance(raw, (YMap, YList)):
-        text = flow(raw)
-    elif found.span is not None and service.text and isinstance(raw, (str, int, float, bool)):
-        text = service.text[found.span[0] : found.span[1]]
-        if isinstance(raw, str) and unquoted(text) != raw:
-            return None  # an escape, a folded or block scalar: not its value's spelling
-        item = f"{model[-1]}="
-        if isinstance(raw, str) and raw.startswith(item) and model[0] in _KEYED_LISTS:
+    if isinstance(raw, str):
+        if unquoted(text) != raw:
+            return None
+        item = f"{path[-1]}="
+        if raw.startswith(item) and path[0] in _KEYED_LISTS:
             text = raw[len(item) :]  # `- KEY=value` of a list: the value is what changed
-    else:
-        return None
     return text if len(text) <= QUOTE_LIMIT and "\n" not in text else None
 
 
-def _quote_option(service: Service, model: tuple[Key, ...]) -> str | None:
+def _quote_option(service: Service, key: str, index: int, words: list[str], split: Argv) -> str | None:
     """An argv option as written: its flag word (an alias as the author spelled it) and
-    its value word, each as written when the command is a list."""
-    if len(model) != 2 or not isinstance(model[1], int):
-        return None
-    key, index = str(model[0]), model[1]
-    words = service.fields.get(key) or []
-    split = split_argv(words, aliases_for(program_of(service.fields)))
+    its value word, each as written when the command is a list (a string command's
+    words are quoted as the words)."""
     option = next((option for option in split.options if option.index == index), None)
     indices = [index] if option is None or option.attached or option.value is None else [index, index + 1]
     texts: list[str] = []
     for word in indices:
         found = service.origins.get((key, word))
-        if found is not None and found.raw == words[word] and found.span is not None and service.text:
-            text = service.text[found.span[0] : found.span[1]]
-            texts.append(text if unquoted(text) == words[word] else words[word])
-        else:  # a word of a string command: the word itself
-            texts.append(words[word])
+        text = service.quote(key, word) if found is not None and found.raw == words[word] else words[word]
+        texts.append(text if unquoted(text) == words[word] else words[word])
     text = " ".join(texts)
     return text if len(text) <= QUOTE_LIMIT and "\n" not in text else None
-
-
-def _model_path(fields: Mapping[str, Any], rel: tuple[Key, ...]) -> tuple[Key, ...]:
-    """A compared-form path as a canonical-model path: argv item `i` is its flag's word."""
-    key = rel[0]
-    if key not in ARGV_KEYS or len(rel) < 3 or rel[1] != "args" or not isinstance(rel[2], int):
-        return rel
-    words = fields.get(str(key)) or []
-    split = split_argv(words, aliases_for(program_of(fields)))
-    indices = sorted([option.index for option in split.options] + [index for index, _ in split.positionals])
-    return (key, indices[rel[2]]) if rel[2] < len(indices) else (key,)
 
 
 RUNTIME_NOTE = "Compose recreates the container, although nothing changes at runtime"

@@ -355,6 +355,12 @@ _RUN_MARKS = bytes(
 _RUN_NEEDLE = b"a" * 24
 
 
+def _may_be_yaml(text: str) -> bool:
+    """Whether `Masker.add_text` parses `text` as YAML too (a config, a JSON value), not
+    only reads it line by line."""
+    return "\n" in text or text.lstrip().startswith(("{", "["))
+
+
 def _unquote(text: str) -> str:
     text = text.strip().rstrip(";,")
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
@@ -485,7 +491,7 @@ class Masker:
         for text in dict.fromkeys(texts):
             if text in self._seen:
                 continue
-            if "\n" in text or text.lstrip().startswith(("{", "[")):
+            if _may_be_yaml(text):
                 self.add_text(text)
             else:
                 one_line.append(text)
@@ -502,7 +508,7 @@ class Masker:
         if text in self._seen:
             return
         self._seen.add(text)
-        if "\n" in text or text.lstrip().startswith(("{", "[")):
+        if _may_be_yaml(text):
             self._add_yaml(text)
         lines = text.splitlines()
         if len(lines) == 1 and lines[0] == text:
