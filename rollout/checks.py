@@ -1,13 +1,21 @@
 """How an operator verifies a recreated service, derived from its definition and its change.
 
-Engines: healthy, one real completion through that replica alone, its
-`config_variant` live (container label at once; the scrape label and the metrics after
-the collector step), and, for an SGLang engine, one check per flag the change added,
-removed or changed: the startup `server_args` log line shows the new value, as the
-operator runbook does by hand (`'enable_dynamic_batch_tokenizer': True`). Telemetry:
-running, and its series present. Everything else: healthy (or running when it has no
-healthcheck). Commands run on the host, from the checkout of the new tag, like the
-steps they verify, with the compose profiles the service sits behind.
+Each check names what it proves, how to read it through compose-manager (`GET
+/docker/ps`, `POST /compose/logs`: the hosts are confidential VMs, an operator may
+have no shell there) and the same reading as a shell command on the host, in the
+project compose-manager runs the file under. Only what the change can move is
+checked, so a check cannot pass with the old container still running:
+
+- every service: running, healthy when it has a healthcheck;
+- an image change: the container runs the new image reference (`docker ps` shows the
+  reference a container was created from);
+- a changed `config_variant` label: the container carries the new value, and the
+  metrics show it once the collector has been recreated;
+- an SGLang engine: one real completion through that replica alone, and one check per
+  flag the change added, removed or changed (the model path included: a new model
+  revision is a new snapshot directory): the startup `server_args` line shows the new
+  value, as the operator runbook does by hand (`'enable_dynamic_batch_tokenizer': True`);
+- telemetry: running, and its series present.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rollout import deployer
 from rollout.changes import ABSENT, Aspect, Change, Op
 from rollout.roles import Role, SpellingError, command_tokens, gpu_device_ids, image_name, key_values
 from tierops.argv import split_argv
@@ -34,11 +43,15 @@ _MASKED = re.compile(r"<secret\b")
 @dataclass(frozen=True)
 class Check:
     what: str
-    command: str
+    command: str  # on the host, in a shell
     expect: str
+    api: str = ""  # the same reading through compose-manager's API, when it has one
 
     def to_json(self) -> dict[str, str]:
-        return {"what": self.what, "command": self.command, "expect": self.expect}
+        out = {"what": self.what, "command": self.command, "expect": self.expect}
+        if self.api:
+            out["api"] = self.api
+        return out
 
 
 def profiles_of(service: Mapping[str, Any]) -> tuple[str, ...]:
@@ -51,13 +64,15 @@ def profiles_of(service: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def compose_prefix(file: str, profiles: Sequence[str] = ()) -> str:
-    """`docker compose [--profile P]... -f FILE`: without its profile, `ps`, `logs` and
-    `down` of a profiled service may not see its container at all."""
-    words = ["docker", "compose"]
-    for profile in profiles:
-        words += ["--profile", profile]
-    return shlex.join([*words, "-f", file])
+def compose_prefix(file: str, project: str | None = None) -> str:
+    """`docker compose -p PROJECT -f FILE`, the project compose-manager runs the file
+    under (its default when the fleet's data names none): from another directory, a
+    command without `-p` would look for the containers in another project."""
+    return shlex.join(["docker", "compose", "-p", project or deployer.load().default_project, "-f", file])
+
+
+def _ps_api(name: str, what: str) -> str:
+    return f"GET /docker/ps: the line whose Names is {name}: {what}"
 
 
 def checks_for(
@@ -67,15 +82,17 @@ def checks_for(
     service: Mapping[str, Any],
     stem: str,
     changes: Sequence[Change] = (),
+    project: str | None = None,
 ) -> tuple[Check, ...]:
     """The verification of one service after its `up`, from the definition it now runs
-    and the changes that brought it there (flag checks for engines)."""
-    compose = compose_prefix(file, profiles_of(service))
+    and the changes that brought it there."""
+    compose = compose_prefix(file, project)
     checks = [_health(compose, name, service)]
     labels = _labels(service)
+    checks += _image(compose, name, service, changes)
     if role == Role.ENGINE:
-        checks += _engine(compose, name, service, labels)
-        checks += flag_checks(compose, name, service, changes)
+        checks += _engine(compose, name, service, labels, changes)
+        checks += flag_checks(compose, name, service, changes, file)
     elif role == Role.COLLECTOR:
         checks.append(
             Check(
@@ -129,8 +146,26 @@ def _health(compose: str, name: str, service: Mapping[str, Any]) -> Check:
     if isinstance(healthcheck, Mapping) and not healthcheck.get("disable"):
         wait = healthcheck.get("start_period")
         within = f" (allow its start_period, {wait})" if wait else ""
-        return Check(f"healthy{within}", command, f"{name} running healthy")
-    return Check("running", command, f"{name} running")
+        return Check(
+            f"healthy{within}", command, f"{name} running healthy", _ps_api(name, "State running, Status (healthy)")
+        )
+    return Check("running", command, f"{name} running", _ps_api(name, "State running"))
+
+
+def _image(compose: str, name: str, service: Mapping[str, Any], changes: Sequence[Change]) -> list[Check]:
+    """After an image change, the container must run the new reference: health and
+    labels alone pass with the old image still running."""
+    image = service.get("image")
+    if not isinstance(image, str) or not any(change.aspect is Aspect.IMAGE for change in changes):
+        return []
+    return [
+        Check(
+            "it runs the new image",
+            f"docker inspect -f '{{{{.Config.Image}}}}' $({compose} ps -q {shlex.quote(name)})",
+            image,
+            _ps_api(name, f"Image is {image}"),
+        )
+    ]
 
 
 def _labels(service: Mapping[str, Any]) -> dict[str, str]:
@@ -140,7 +175,9 @@ def _labels(service: Mapping[str, Any]) -> dict[str, str]:
         return {}
 
 
-def _engine(compose: str, name: str, service: Mapping[str, Any], labels: Mapping[str, str]) -> list[Check]:
+def _engine(
+    compose: str, name: str, service: Mapping[str, Any], labels: Mapping[str, str], changes: Sequence[Change]
+) -> list[Check]:
     options = _options(service)
     port = options.get("--port") or "8000"
     model = options.get("--served-model-name") or options.get("--model-path") or options.get("--model") or ""
@@ -158,13 +195,20 @@ def _engine(compose: str, name: str, service: Mapping[str, Any], labels: Mapping
         )
     ]
     variant = labels.get(VARIANT_LABEL)
-    if variant:
+    # Only a variant the change moved proves anything: an unchanged label reads the same
+    # on the old container.
+    moved = any(
+        change.aspect is Aspect.LABELS and VARIANT_LABEL in (change.subject, *map(str, change.path))
+        for change in changes
+    )
+    if variant and (moved or not changes):
         label = "{{index .Config.Labels " + json.dumps(VARIANT_LABEL) + "}}"
         checks.append(
             Check(
                 "the new config_variant is live on the container",
                 f"docker inspect -f {shlex.quote(label)} $({compose} ps -q {shlex.quote(name)})",
                 variant,
+                _ps_api(name, f"Labels hold {VARIANT_LABEL}={variant}"),
             )
         )
         metric = "vllm:num_requests_running" if "vllm" in _engine_kind(service) else "sglang_num_running_reqs"
@@ -179,7 +223,7 @@ def _engine(compose: str, name: str, service: Mapping[str, Any], labels: Mapping
 
 
 def flag_checks(
-    compose: str, name: str, service: Mapping[str, Any], changes: Sequence[Change]
+    compose: str, name: str, service: Mapping[str, Any], changes: Sequence[Change], file: str = ""
 ) -> list[Check]:
     """One check per flag added, removed or changed: the SGLang engine's startup
     `server_args` line shows the value it now runs with. The key is the flag with
@@ -226,7 +270,9 @@ def flag_checks(
         pattern = "'" + key + "': [^,})]*"
         # Double quotes read better than shlex's '"'"' and are safe for an identifier key.
         pattern = f'"{pattern}"' if re.fullmatch(r"\w+", key) else shlex.quote(pattern)
-        checks.append(Check(f"startup server_args: {what}", f"{read} | grep -o {pattern}", expect))
+        body = json.dumps({"file": file, "services": [name], "tail": 100000}) if file else ""
+        api = f"POST /compose/logs {body}: the first server_args line" if body else ""
+        checks.append(Check(f"startup server_args: {what}", f"{read} | grep -o {pattern}", expect, api))
     return checks
 
 
@@ -280,6 +326,17 @@ def _engine_kind(service: Mapping[str, Any]) -> str:
     except SpellingError:
         tokens = []
     return " ".join([image_name(service), *tokens[:3]]).lower()
+
+
+def served_model(name: str, service: Mapping[str, Any]) -> str:
+    """The model an engine serves: `--served-model-name`, else its model path, else its
+    `model` label, else its own name (an engine whose model nothing names)."""
+    options = _options(service)
+    for flag in ("--served-model-name", "--model-path", "--model"):
+        if options.get(flag):
+            return options[flag]
+    labels = _labels(service)
+    return labels.get("tierops.otel.model") or labels.get("model") or name
 
 
 def replica_number(name: str, service: Mapping[str, Any]) -> int | None:

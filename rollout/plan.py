@@ -1,39 +1,40 @@
-"""The rollout plan: which services to recreate, in which order, and how to undo it.
+"""The rollout plan: what to stage, preview, recreate and verify, in which order, and how to undo it.
 
-Derived from the change model and each service's role (`roles.py`), never from names:
+Every call is one compose-manager can honour as its own source states it
+(`rollout/compose-manager.yaml`). Derived from the change model and each service's
+role (`roles.py`), never from names. Per prod file, on each of its hosts in turn (the
+canary host first):
 
-0. services that disappear: `down` with the file that defined them, before anything
-   else, because compose-manager's `up` removes orphans with a short timeout (the
-   orphan rule) and the first `up` of the new file would kill them mid-stream;
-1. one-shot jobs that changed (the model downloader), so engines find their output;
-2. engines, one at a time: first the engines the change adds (those replacing a removed
-   engine first, so capacity comes back before another engine goes down), unless one
-   needs GPUs a changed engine still holds, then the changed engines, the highest
-   replica number first (r2 before r1), unless engines carry `tierops.rollout.order`
-   labels (lower goes first);
-3. telemetry, each alone: DCGM, then the collector (last, so it scrapes the new labels);
-4. the proxy, the registrar, the front door and unknown roles, only if they changed,
+0. stage: one `up` with `materialize_only` at the new tag, for every service whose
+   image or model snapshot changes: the images are pulled while every engine still
+   serves, so the cutover waits for a container start, not for a download;
+1. services that disappear: preview (an `up` dry run at the deployed tag, which also
+   writes the deployed file back into compose-manager's work directory), then `down`,
+   before anything else, because compose-manager's `up` removes orphans with a short
+   timeout (the orphan rule);
+2. one-shot jobs that changed (the model downloader, which downloads when it runs);
+3. engines, one at a time: added engines first (those replacing a removed engine first,
+   so capacity comes back before another engine goes down) unless one needs GPUs a
+   changed engine still holds, then the changed engines, the highest replica number
+   first (r2 before r1), unless `tierops.rollout.order` labels say otherwise;
+4. telemetry, each alone: DCGM, then the collector (last, so it scrapes the new labels);
+5. the proxy, the registrar, the front door and unknown roles, only if they changed,
    flagged: recreating them interrupts traffic (or, for unknown roles, needs a human).
 
-A service whose definition and mounted configs did not change is never touched.
+Each changed service: preview (`up` dry run at the new tag: its `plan` event must name
+no other service), `down`, `up`, verify. compose-manager's `down` has no dry run, so
+a down is never previewed; the `up` dry run before it is the last read-only look, and
+it writes the file that defines the service where the `down` reads it. Down and up
+rather than a bare `up`, because Compose v2.40.3 does not recreate a service when only
+an inline config it mounts changed (its config hash ignores the content).
 
-Each changed service is: `down` dry run with the base file at the deployed tag, `up`
-dry run with the head file at the new tag, and only then the real `down` and `up`
-(issue 11: an `up` that fails its dry run must be found while the replica still
-serves), then a verification. Down/up rather than a bare `up` for every service,
-because Compose v2.40.3 does not recreate a service when only an inline config it
-mounts changed (its config hash ignores the content; `docker compose config --hash`
-is identical), and compose-manager's `force_recreate` is always false.
+The rollback of a file's plan follows the same rules in reverse, under the orphan rule:
+services the plan added go down first, then removed ones come back, then the rest in
+reverse order. Each rollback stage says which forward stage it undoes: when a step
+fails, the stages already past their `down` are undone in the rollback's order.
 
-The rollback of the whole plan is its exact reverse, under the orphan rule: every
-service the plan added is first taken down with the new file, because the first `up`
-at the deployed tag would otherwise remove it as an orphan with a short timeout. The
-rollback printed under each step obeys the same rule.
-
-Capacity: the number of engines serving is counted through every step. The orphan rule
-forces every removed engine down before the first `up` of the new file; a replacement
-comes up right after. When that still leaves more than one engine out at once, no
-engine at all, or fewer engines at the end, the file's plan warns, step by step.
+Capacity: the engines serving are counted through every step of one host, and per
+served model over every host the plan touches.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from rollout.changes import Aspect, Change, ChangeSet, FileChange, Op, Side, Status, file_identity, file_label
-from rollout.checks import Check, checks_for, profiles_of, replica_number, rollout_order
+from rollout.checks import Check, checks_for, replica_number, rollout_order, served_model
+from rollout.fleet import Placement
 from rollout.roles import INTERRUPTS_TRAFFIC, Role, gpu_device_ids
-from rollout.steps import Action, ComposeCall
+from rollout.steps import Action, ComposeCall, Mode
 
 NEW_TAG = "<NEW_TAG>"
 OLD_TAG = "<OLD_TAG>"
@@ -67,7 +69,12 @@ _WARNINGS = {
     Role.FRONT_DOOR: "interrupts traffic: the TLS front door of this host",
     Role.OTHER: "unknown role: read its definition before running these steps",
 }
-DRY_RUN_NOTE = "nothing to undo: a dry run changes nothing"
+# Flags whose value names the model's weights: a new value means a new snapshot to fetch.
+MODEL_FLAGS = frozenset({"--model-path", "--model"})
+NO_DOWN_PREVIEW = (
+    "compose-manager's down has no dry run: a down cannot be previewed, it stops the "
+    "service at once; the up dry run before it is the last read-only look"
+)
 
 
 @dataclass(frozen=True)
@@ -75,18 +82,18 @@ class Tags:
     new: str
     old: str
     notes: tuple[str, ...] = ()
+    # When compose-manager accepts the new tag ("" when the tag does not exist yet).
+    deployable: str = ""
 
 
 @dataclass(frozen=True)
 class Step:
     number: str
-    action: str  # "down (dry run)", "up (dry run)", "down", "up", "verify"
+    action: str  # "stage", "preview", "down", "up", "verify"
     call: ComposeCall | None
     expect: str = ""
     checks: tuple[Check, ...] = ()
-    rollback: tuple[ComposeCall, ...] = ()
-    rollback_note: str = ""
-    # Engines serving while this step runs (None when the file has no engine).
+    # Engines of this host serving while this step runs (None when the file has no engine).
     engines_serving: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -97,9 +104,6 @@ class Step:
             out["expect"] = self.expect
         if self.checks:
             out["checks"] = [check.to_json() for check in self.checks]
-        out["rollback"] = [call.to_json() for call in self.rollback]
-        if self.rollback_note:
-            out["rollback_note"] = self.rollback_note
         if self.engines_serving is not None:
             out["engines_serving"] = self.engines_serving
         return out
@@ -115,9 +119,10 @@ class Stage:
     steps: tuple[Step, ...]
     note: str = ""
     warning: str = ""
+    undoes: int | None = None  # a rollback stage: the forward stage it undoes
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "number": self.number,
             "service": self.service,
             "role": self.role,
@@ -127,6 +132,14 @@ class Stage:
             "warning": self.warning,
             "steps": [step.to_json() for step in self.steps],
         }
+        if self.undoes is not None:
+            out["undoes"] = self.undoes
+        return out
+
+    @property
+    def actions(self) -> str:
+        """`stage, preview, down, up, verify` as this stage runs them."""
+        return ", ".join(step.action for step in self.steps)
 
 
 @dataclass(frozen=True)
@@ -138,17 +151,30 @@ class FilePlan:
     untouched: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     error: str | None = None
-    # The rollback of the whole file's plan: its exact reverse, orphan-safe.
+    # The rollback of the whole file's plan: the same rules in reverse, orphan-safe.
     rollback: tuple[Stage, ...] = ()
-    # Capacity warnings (engines serving through the steps), forward and rollback.
+    # Capacity warnings (engines serving through the steps of one host), forward and rollback.
     warnings: tuple[str, ...] = ()
+    placement: Placement = Placement()
+    # The engines of each served model on one host, before and after the plan.
+    models: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def label(self) -> str:
         return file_label(self.path, self.old_path, self.document)
 
+    @property
+    def project(self) -> str | None:
+        return self.placement.project
+
     def to_json(self) -> dict[str, Any]:
         out = file_identity(self.path, self.old_path, self.document, self.error)
+        out["hosts"] = list(self.placement.hosts)
+        if self.placement.note:
+            out["hosts_note"] = self.placement.note
+        if self.placement.source:
+            out["hosts_from"] = self.placement.source
+        out["project"] = self.placement.project
         out["stages"] = [stage.to_json() for stage in self.stages]
         out["untouched"] = list(self.untouched)
         out["notes"] = list(self.notes)
@@ -158,12 +184,34 @@ class FilePlan:
 
 
 @dataclass(frozen=True)
+class Capacity:
+    """Engines serving one model over every host of the plan's files."""
+
+    model: str
+    engines: int
+    hosts: int
+    lowest: int  # the fewest serving at any step, one host at a time
+
+    def line(self) -> str:
+        hosts = f"{self.hosts} host{'s' if self.hosts != 1 else ''}"
+        out = self.engines - self.lowest
+        return (
+            f"{self.model}: {self.engines} engine(s) on {hosts}; "
+            f"at most {out} out at a time, {self.lowest} serve"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "engines": self.engines, "hosts": self.hosts, "lowest": self.lowest}
+
+
+@dataclass(frozen=True)
 class Plan:
     base: Side
     head: Side
     paths: tuple[str, ...]
     tags: Tags
     files: tuple[FilePlan, ...] = field(default=())
+    capacity: tuple[Capacity, ...] = ()
 
     @property
     def errors(self) -> list[FilePlan]:
@@ -171,11 +219,17 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": "tierops.rollout.plan/1",
+            "format": "tierops.rollout.plan/2",
             "base": self.base.to_json(),
             "head": self.head.to_json(),
             "paths": list(self.paths),
-            "tags": {"new": self.tags.new, "old": self.tags.old, "notes": list(self.tags.notes)},
+            "tags": {
+                "new": self.tags.new,
+                "old": self.tags.old,
+                "notes": list(self.tags.notes),
+                "deployable": self.tags.deployable,
+            },
+            "capacity": [entry.to_json() for entry in self.capacity],
             "files": [file.to_json() for file in self.files],
         }
 
@@ -184,20 +238,55 @@ Document = Callable[[FileChange], Mapping[str, Any] | None]
 
 
 def build_plan(
-    changeset: ChangeSet, head_document: Document, tags: Tags, base_document: Document | None = None
+    changeset: ChangeSet,
+    head_document: Document,
+    tags: Tags,
+    base_document: Document | None = None,
+    placements: Mapping[str, Placement] | None = None,
 ) -> Plan:
     """The plan for every changed document of `changeset` (unchanged ones need none).
 
-    `base_document` gives the base side's parsed document (profiles of the down steps,
-    the engines serving before the plan, the rollback's verification)."""
+    `base_document` gives the base side's parsed document (the engines serving before
+    the plan, the rollback's verification); `placements` the hosts and project of each
+    file stem (from the fleet's data)."""
     files: list[FilePlan] = []
     for file in changeset.files:
         if file.status is Status.ERROR:
             files.append(FilePlan(file.path, file.old_path, file.document, error=file.error))
         elif file.status is not Status.UNCHANGED:
             base = (base_document(file) if base_document else None) or {}
-            files.append(plan_file(file, head_document(file) or {}, tags, base))
-    return Plan(changeset.base, changeset.head, changeset.paths, tags, tuple(files))
+            placement = (placements or {}).get(PurePosixPath(file.path).stem, Placement())
+            files.append(plan_file(file, head_document(file) or {}, tags, base, placement))
+    return Plan(changeset.base, changeset.head, changeset.paths, tags, tuple(files), _capacity(files))
+
+
+def _capacity(files: Sequence[FilePlan]) -> tuple[Capacity, ...]:
+    """Per served model: the engines on every host of the plan's files, and the fewest
+    serving while the plan runs one host at a time."""
+    totals: dict[str, list[int]] = {}  # model -> [engines, hosts, most out at once]
+    for file in files:
+        hosts = max(len(file.placement.hosts), 1)
+        out = _most_out(file)
+        for model, before, _after in file.models:
+            entry = totals.setdefault(model, [0, 0, 0])
+            entry[0] += before * hosts
+            entry[1] += hosts
+            entry[2] = max(entry[2], out)
+    return tuple(
+        Capacity(model, engines, hosts, max(engines - out, 0))
+        for model, (engines, hosts, out) in sorted(totals.items())
+    )
+
+
+def _most_out(file: FilePlan) -> int:
+    start = sum(before for _model, before, _after in file.models)
+    counts = [
+        step.engines_serving
+        for stage in file.stages
+        for step in stage.steps
+        if step.engines_serving is not None
+    ]
+    return max((start - count for count in counts), default=0)
 
 
 @dataclass(frozen=True)
@@ -215,9 +304,14 @@ class _Item:
 
 
 def plan_file(
-    file: FileChange, head: Mapping[str, Any], tags: Tags, base: Mapping[str, Any] | None = None
+    file: FileChange,
+    head: Mapping[str, Any],
+    tags: Tags,
+    base: Mapping[str, Any] | None = None,
+    placement: Placement | None = None,
 ) -> FilePlan:
     base = base or {}
+    placement = placement or Placement()
     reasons = _reasons(file)
     head_services, base_services = _services(head), _services(base)
     order = list(head_services) + [name for name in reasons if name not in head_services]
@@ -236,7 +330,7 @@ def plan_file(
         for name, reason in reasons.items()
     ]
     chosen = _ordered(items, order)
-    context = _Context(file, tags, chosen, base_services, head_services)
+    context = _Context(file, tags, chosen, base_services, head_services, placement.project)
     stages = context.forward()
     rollback = context.reverse()
     removals = any(item.status is Status.REMOVED and item.role is Role.ENGINE for item in chosen)
@@ -272,7 +366,21 @@ def plan_file(
         notes=tuple(_notes(file, reasons, tags.old)),
         rollback=rollback,
         warnings=tuple(warnings),
+        placement=placement,
+        models=_models(base_services, head_services, file),
     )
+
+
+def _models(
+    base: Mapping[str, Mapping[str, Any]], head: Mapping[str, Mapping[str, Any]], file: FileChange
+) -> tuple[tuple[str, int, int], ...]:
+    """(model, engines before, engines after) on one host of this file."""
+    counts: dict[str, list[int]] = {}
+    for side, services in enumerate((base, head)):
+        for name, service in services.items():
+            if file.roles.get(name) == Role.ENGINE:
+                counts.setdefault(served_model(name, service), [0, 0])[side] += 1
+    return tuple((model, before, after) for model, (before, after) in sorted(counts.items()))
 
 
 def _services(document: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -373,23 +481,25 @@ class _Context:
         items: Sequence[_Item],
         base_services: Mapping[str, Mapping[str, Any]],
         head_services: Mapping[str, Mapping[str, Any]],
+        project: str | None,
     ) -> None:
         self.file = file
         self.tags = tags
         self.items = list(items)
+        self.project = project
         self.base_file = file.old_path or file.path
         self.head_file = file.path
         self.stem = PurePosixPath(file.path).stem
         roles = file.roles
+        added = {item.name for item in self.items if item.status is Status.ADDED}
+        removed = {item.name for item in self.items if item.status is Status.REMOVED}
         base_engines = {name for name in base_services if roles.get(name) == Role.ENGINE}
         if not base_services:  # no base document given: engines the plan does not add
-            base_engines = {
-                name for name, role in roles.items() if role == Role.ENGINE and name not in self._added
-            }
+            base_engines = {name for name, role in roles.items() if role == Role.ENGINE and name not in added}
         self.serving_before = frozenset(base_engines)
         head_engines = {name for name in head_services if roles.get(name) == Role.ENGINE}
         if not head_services:
-            head_engines = {name for name in base_engines if name not in self._removed} | {
+            head_engines = {name for name in base_engines if name not in removed} | {
                 item.name for item in self.items if item.status is Status.ADDED and item.role is Role.ENGINE
             }
         self.serving_after = frozenset(head_engines)
@@ -397,25 +507,15 @@ class _Context:
         self.forward_final = len(self.serving_after)
         self.reverse_final = len(self.serving_before)
 
-    @property
-    def _added(self) -> set[str]:
-        return {item.name for item in self.items if item.status is Status.ADDED}
-
-    @property
-    def _removed(self) -> set[str]:
-        return {item.name for item in self.items if item.status is Status.REMOVED}
-
     # -- calls ---------------------------------------------------------------------------
 
-    def old_call(self, action: Action, item: _Item, dry_run: bool) -> ComposeCall:
+    def old_call(self, action: Action, services: Sequence[str], mode: Mode = Mode.APPLY) -> ComposeCall:
         """A call with the base file at the deployed tag (the definition running now)."""
-        profiles = profiles_of(item.base or item.head)
-        return ComposeCall(action, self.tags.old, self.base_file, (item.name,), dry_run, profiles)
+        return ComposeCall(action, self.tags.old, self.base_file, tuple(services), mode, self.project)
 
-    def new_call(self, action: Action, item: _Item, dry_run: bool) -> ComposeCall:
+    def new_call(self, action: Action, services: Sequence[str], mode: Mode = Mode.APPLY) -> ComposeCall:
         """A call with the head file at the new tag."""
-        profiles = profiles_of(item.head or item.base)
-        return ComposeCall(action, self.tags.new, self.head_file, (item.name,), dry_run, profiles)
+        return ComposeCall(action, self.tags.new, self.head_file, tuple(services), mode, self.project)
 
     # -- the forward plan ----------------------------------------------------------------
 
@@ -423,79 +523,57 @@ class _Context:
         serving = set(self.serving_before)
         engines = [item for item in self.items if item.role is Role.ENGINE]
         canary = _canary(engines)
-        brought_up: list[_Item] = []  # services the plan added, up so far (orphans of an OLD up)
         stages: list[Stage] = []
+        staged = [item.name for item in self.items if item.status is not Status.REMOVED and _needs_stage(item)]
+        if staged:
+            steps = [
+                Step(
+                    "0.1",
+                    "stage",
+                    self.new_call(Action.UP, staged, Mode.STAGE),
+                    expect="a `staged` event listing the new images; nothing is created or started",
+                    engines_serving=len(serving) if self.has_engines else None,
+                )
+            ]
+            stages.append(
+                Stage(0, ", ".join(staged), "staging", "new images or model snapshots", False, tuple(steps))
+            )
         for number, item in enumerate(self.items, start=1):
             steps: list[Step] = []
             label = str(number)
-            is_engine = item.role is Role.ENGINE
-
-            orphan_downs = tuple(self.new_call(Action.DOWN, added, False) for added in reversed(brought_up))
-            orphan_note = _orphan_note(brought_up, self.tags.old)
-            restore = (*orphan_downs, self.old_call(Action.UP, item, False))
-            own_down = self.new_call(Action.DOWN, item, False)
-            undo = (own_down,) if item.status is Status.ADDED else (*orphan_downs, own_down, restore[-1])
             now = len(serving)
-            if is_engine:
+            if item.role is Role.ENGINE:
                 serving.discard(item.name)
             out = len(serving)
-            if item.status is not Status.ADDED:
+            if item.status is Status.REMOVED:
                 self._add(
                     steps,
                     label,
-                    "down (dry run)",
-                    self.old_call(Action.DOWN, item, True),
+                    "preview",
+                    self.old_call(Action.UP, [item.name], Mode.DRY_RUN),
                     now,
-                    expect=f"must list exactly {item.name} to stop and remove, nothing else",
-                    rollback_note=DRY_RUN_NOTE,
+                    expect=f"`plan` event: {item.name} unchanged, nothing created, recreated or removed "
+                    "(this also writes the deployed file back for the down)",
                 )
-            if item.status is not Status.REMOVED:
+                self._add(steps, label, "down", self.old_call(Action.DOWN, [item.name]), out)
+            else:
                 self._add(
                     steps,
                     label,
-                    "up (dry run)",
-                    self.new_call(Action.UP, item, True),
+                    "preview",
+                    self.new_call(Action.UP, [item.name], Mode.DRY_RUN),
                     now,
-                    expect=_up_dry_expect(item),
-                    rollback_note=DRY_RUN_NOTE,
+                    expect=_preview_expect(item, added=item.status is Status.ADDED),
                 )
-            if item.status is not Status.ADDED:
-                self._add(
-                    steps,
-                    label,
-                    "down",
-                    self.old_call(Action.DOWN, item, False),
-                    out,
-                    rollback=restore,
-                    rollback_note=orphan_note,
+                if item.status is not Status.ADDED:
+                    self._add(steps, label, "down", self.old_call(Action.DOWN, [item.name]), out)
+                self._add(steps, label, "up", self.new_call(Action.UP, [item.name]), out)
+                checks = checks_for(
+                    self.head_file, item.name, item.role, item.head, self.stem, item.changes, self.project
                 )
-            if item.status is not Status.REMOVED:
-                note = orphan_note if item.status is not Status.ADDED else ""
-                self._add(
-                    steps,
-                    label,
-                    "up",
-                    self.new_call(Action.UP, item, False),
-                    out,
-                    rollback=undo,
-                    rollback_note=note,
-                )
-                self._add(
-                    steps,
-                    label,
-                    "verify",
-                    None,
-                    out,
-                    checks=checks_for(
-                        self.head_file, item.name, item.role, item.head, self.stem, item.changes
-                    ),
-                    rollback=undo,
-                    rollback_note=_join("if any check fails", note),
-                )
-                if is_engine:
+                self._add(steps, label, "verify", None, out, checks=checks)
+                if item.role is Role.ENGINE:
                     serving.add(item.name)
-                if item.status is Status.ADDED:
-                    brought_up.append(item)
             stages.append(self._stage(number, item, steps, _engine_note(item, engines, canary, out)))
         self.forward_final = len(serving)
         return tuple(stages)
@@ -508,70 +586,76 @@ class _Context:
         come back (so a replaced engine's original serves again before another engine
         goes down, as in the forward plan), then the rest in reverse order."""
         serving = set(self.serving_after)
+        numbers = {item.name: number for number, item in enumerate(self.items, start=1)}
         backwards = list(reversed(self.items))
         added = [item for item in backwards if item.status is Status.ADDED]
         removed = [item for item in backwards if item.status is Status.REMOVED]
         others = [item for item in backwards if item.status is Status.CHANGED]
         stages: list[Stage] = []
+        staged = [item.name for item in removed + others if _needs_stage(item)]
+        if staged:
+            step = Step(
+                "R0.1",
+                "stage",
+                self.old_call(Action.UP, staged, Mode.STAGE),
+                expect="a `staged` event listing the old images; nothing is created or started",
+                engines_serving=len(serving) if self.has_engines else None,
+            )
+            stages.append(Stage("R0", ", ".join(staged), "staging", "the old images", False, (step,)))
         for number, item in enumerate(added + removed + others, start=1):
             label = f"R{number}"
             steps: list[Step] = []
-
             now = len(serving)
             if item.role is Role.ENGINE:
                 serving.discard(item.name)
             out = len(serving)
-            if item.status is not Status.REMOVED:
+            if item.status is Status.ADDED:
                 self._add(
                     steps,
                     label,
-                    "down (dry run)",
-                    self.new_call(Action.DOWN, item, True),
+                    "preview",
+                    self.new_call(Action.UP, [item.name], Mode.DRY_RUN),
                     now,
-                    expect=f"must list exactly {item.name} to stop and remove, nothing else",
+                    expect=f"`plan` event: {item.name} unchanged, nothing created, recreated or removed "
+                    "(this also writes the new file back for the down)",
                 )
-            if item.status is not Status.ADDED:
+                self._add(steps, label, "down", self.new_call(Action.DOWN, [item.name]), out)
+                reason = (
+                    f"added by this plan: {self.tags.old} does not define it, so any compose/up at "
+                    f"{self.tags.old} would remove it as an orphan with a short timeout; it goes down first"
+                )
+            else:
                 self._add(
                     steps,
                     label,
-                    "up (dry run)",
-                    self.old_call(Action.UP, item, True),
+                    "preview",
+                    self.old_call(Action.UP, [item.name], Mode.DRY_RUN),
                     now,
-                    expect=f"must name no service but {item.name}; nothing removed",
+                    expect=_preview_expect(item, added=item.status is Status.REMOVED),
                 )
-            if item.status is not Status.REMOVED:
-                self._add(steps, label, "down", self.new_call(Action.DOWN, item, False), out)
-            if item.status is not Status.ADDED:
-                self._add(steps, label, "up", self.old_call(Action.UP, item, False), out)
+                if item.status is Status.CHANGED:
+                    self._add(steps, label, "down", self.new_call(Action.DOWN, [item.name]), out)
+                self._add(steps, label, "up", self.old_call(Action.UP, [item.name]), out)
                 reverse_changes = tuple(_reverse(change) for change in item.changes)
-                self._add(
-                    steps,
-                    label,
-                    "verify",
-                    None,
-                    out,
-                    checks=checks_for(
-                        self.base_file,
-                        item.name,
-                        item.role,
-                        item.base,
-                        PurePosixPath(self.base_file).stem,
-                        reverse_changes,
-                    ),
+                checks = checks_for(
+                    self.base_file,
+                    item.name,
+                    item.role,
+                    item.base,
+                    PurePosixPath(self.base_file).stem,
+                    reverse_changes,
+                    self.project,
                 )
+                self._add(steps, label, "verify", None, out, checks=checks)
                 if item.role is Role.ENGINE:
                     serving.add(item.name)
-            if item.status is Status.ADDED:
                 reason = (
-                    f"added by this plan: {self.tags.old} does not define it, so the first compose/up at "
-                    f"{self.tags.old} would remove it as an orphan with a short timeout instead of its "
-                    "stop_grace_period; it goes down first, with the file that defines it"
+                    f"removed by this plan: brought back up from {self.tags.old}"
+                    if item.status is Status.REMOVED
+                    else f"back to its definition at {self.tags.old}"
                 )
-            elif item.status is Status.REMOVED:
-                reason = f"removed by this plan: brought back up from {self.tags.old}"
-            else:
-                reason = f"back to its definition at {self.tags.old}"
-            stages.append(self._stage(label, item, steps, "", reason=reason))
+            stage = self._stage(label, item, steps, "", reason=reason)
+            stages.append(replace(stage, undoes=numbers[item.name]))
         self.reverse_final = len(serving)
         return tuple(stages)
 
@@ -603,25 +687,35 @@ class _Context:
         )
 
 
-def _join(*parts: str) -> str:
-    return "; ".join(part for part in parts if part)
+def _needs_stage(item: _Item) -> bool:
+    """A new image or model snapshot to fetch before the cutover: an added service, an
+    image change, a changed model flag, or a changed one-shot job (the downloader's
+    repository and revision are its command)."""
+    if item.status is not Status.CHANGED:
+        return item.role in (Role.ENGINE, Role.ONE_SHOT) or bool(item.head.get("image") or item.base.get("image"))
+    for change in item.changes:
+        if change.aspect is Aspect.IMAGE:
+            return True
+        if change.aspect is Aspect.ARGV and _flag(change) in MODEL_FLAGS:
+            return True
+        if item.role is Role.ONE_SHOT and change.aspect in (Aspect.ARGV, Aspect.ENTRYPOINT):
+            return True
+    return False
 
 
-def _orphan_note(brought_up: Sequence[_Item], old_tag: str) -> str:
-    if not brought_up:
-        return ""
-    names = ", ".join(item.name for item in reversed(brought_up))
-    if len(brought_up) == 1:
-        return f"{names} first: this plan added it, and compose/up at {old_tag} would remove it as an orphan with a short timeout"
-    return f"{names} first: this plan added them, and compose/up at {old_tag} would remove them as orphans with a short timeout"
+def _flag(change: Change) -> str:
+    for side in (change.new, change.old):
+        if isinstance(side, Mapping) and side.get("flag"):
+            return str(side["flag"])
+    return ""
 
 
-def _up_dry_expect(item: _Item) -> str:
-    if item.status is Status.ADDED:
-        return f"must list exactly {item.name} to create; nothing else created, recreated or removed"
+def _preview_expect(item: _Item, *, added: bool) -> str:
+    if added:
+        return f"`plan` event: create lists only {item.name}; recreate and remove empty"
     return (
-        f"must name no service but {item.name} (still running the old definition: shown recreated, or "
-        "running when only a mounted config changed; the down and up below recreate it); nothing removed"
+        f"`plan` event: recreate lists only {item.name} (or it is unchanged when only a mounted config "
+        "changed: the down and up below recreate it); nothing created or removed"
     )
 
 
@@ -680,7 +774,7 @@ def _capacity_warning(what: str, stages: Sequence[Stage], start: int, final: int
         if stage.role == Role.ENGINE
         and step.engines_serving is not None
         and step.call
-        and not step.call.dry_run
+        and step.call.mode is Mode.APPLY
     ]
     if not counts or not start:
         return ""

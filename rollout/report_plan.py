@@ -1,7 +1,12 @@
 """The plan's three formats, pure functions of a Plan.
 
-Every step shows the compose-manager call (endpoint and JSON body) and the equivalent
-plain `docker compose` command, what its dry run must show, and its rollback.
+Text and Markdown open with one screen an operator can read at night: the tags, the
+capacity per model, and per file its hosts and one line per service (what runs:
+stage, preview, down, up, verify, and why). The calls follow: every step's
+compose-manager body, the command compose-manager runs for it, what its preview must
+show, and each check with its API reading and its shell command. Markdown keeps the
+calls in a collapsed block and leaves the shell commands to the text format, so a
+plan fits a pull-request comment.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Callable
 
 from rollout.markdown import PLAN_BUDGET, code, escape, fence, fit
 from rollout.masking import mask_text
-from rollout.plan import FilePlan, Plan, Stage, Step
+from rollout.plan import NO_DOWN_PREVIEW, FilePlan, Plan, Stage, Step
 from rollout.steps import ComposeCall
 
 
@@ -23,85 +28,112 @@ def no_change_line(plan: Plan) -> str | None:
     return f"no changes in {paths} between {plan.base.describe()} and {plan.head.describe()}: nothing to roll out"
 
 
-def _call_lines(call: ComposeCall, indent: str) -> list[str]:
+def _where(file: FilePlan) -> str:
+    placement = file.placement
+    project = f"project {file.project}" if file.project else "compose-manager's default project"
+    if placement.hosts:
+        order = "" if len(placement.hosts) == 1 else ", one host at a time, the first is the canary host"
+        return f"on {', '.join(placement.hosts)} ({project}{order})"
+    if placement.note:
+        return f"on {placement.note} ({project}; the fleet's data names no host)"
+    return f"({project}; hosts: not in the fleet's data)"
+
+
+def _summary_line(stage: Stage) -> str:
+    number = f"{stage.number}"
+    return f"  {number:>3}  {stage.service}  [{stage.role}]  {stage.actions}: {stage.reason}" + (
+        "  INTERRUPTS TRAFFIC" if stage.interrupts_traffic else ""
+    )
+
+
+def _rollback_line(file: FilePlan) -> str:
+    parts = [f"{stage.number} {stage.service}" for stage in file.rollback]
+    return "  rollback, in this order (stages already past their down, when a step fails): " + "; ".join(parts)
+
+
+def summary_text(plan: Plan) -> list[str]:
+    """The first screen."""
+    lines = [f"rollout plan: base {plan.base.describe()} -> head {plan.head.describe()}"]
+    deployable = f" ({plan.tags.deployable})" if plan.tags.deployable else ""
+    lines.append(f"tags: deploy {plan.tags.new}{deployable}; deployed now {plan.tags.old}")
+    lines += [f"  {note}" for note in plan.tags.notes]
+    lines += [f"capacity {entry.line()}" for entry in plan.capacity]
+    for file in plan.files:
+        lines.append("")
+        if file.error:
+            lines.append(f"{file.label}: cannot plan: {file.error}")
+            continue
+        lines.append(f"{file.label} {_where(file)}")
+        lines += [_summary_line(stage) for stage in file.stages]
+        if file.untouched:
+            lines.append(f"  untouched: {', '.join(file.untouched)}")
+        lines += [f"  note: {note}" for note in file.notes]
+        lines += [f"  WARNING: {warning}" for warning in file.warnings]
+        if file.rollback:
+            lines.append(_rollback_line(file))
+    if any(step.action == "down" for file in plan.files for stage in file.stages for step in stage.steps):
+        lines += ["", f"note: {NO_DOWN_PREVIEW}."]
+    return lines
+
+
+def _call_lines(call: ComposeCall, indent: str, *, commands: bool) -> list[str]:
     body = json.dumps(call.payload(), ensure_ascii=False)
-    return [f"{indent}{call.endpoint} {body}", f"{indent}$ {call.command()}"]
+    lines = [f"{indent}{call.endpoint} {body}"]
+    if commands:
+        lines.append(f"{indent}$ {call.command()}")
+    return lines
 
 
-def _step_lines(step: Step) -> list[str]:
+def _step_lines(step: Step, *, commands: bool) -> list[str]:
     pad = " " * 5
     title = f"{pad}{step.number} {step.action}"
     lines = [f"{title}: {step.expect}" if step.expect else f"{title}:"]
     if step.call is not None:
-        lines += _call_lines(step.call, pad + "    ")
+        lines += _call_lines(step.call, pad + "    ", commands=commands)
     for check in step.checks:
         lines.append(f"{pad}    - {check.what}: expect {check.expect}")
-        lines.append(f"{pad}      $ {check.command}")
-    if step.rollback:
-        lead = f"rollback ({step.rollback_note})" if step.rollback_note else "rollback"
-        lines.append(f"{pad}    {lead}:")
-        for call in step.rollback:
-            lines += _call_lines(call, pad + "      ")
-    elif step.rollback_note:
-        lines.append(f"{pad}    rollback: {step.rollback_note}")
+        if check.api:
+            lines.append(f"{pad}      api: {check.api}")
+        if commands or not check.api:
+            lines.append(f"{pad}      $ {check.command}")
     return lines
 
 
-def _stage_lines(stage: Stage) -> list[str]:
+def _stage_lines(stage: Stage, *, commands: bool) -> list[str]:
     dot = "." if isinstance(stage.number, int) else ""
     lines = [f"  {stage.number}{dot} {stage.service} [{stage.role}]: {stage.reason}"]
     if stage.note:
         lines.append(f"     {stage.note}")
-    # The profile note of its calls, once per stage (JSON carries it on every call).
-    calls = [call for step in stage.steps for call in (step.call, *step.rollback) if call is not None]
-    lines += [f"     note: {note}" for note in dict.fromkeys(call.note() for call in calls) if note]
     if stage.warning:
         lines.append(f"     WARNING: {stage.warning}")
     for step in stage.steps:
-        lines += _step_lines(step)
+        lines += _step_lines(step, commands=commands)
     return lines
 
 
-def file_text(file: FilePlan, plan: Plan) -> list[str]:
+def details_text(file: FilePlan, *, commands: bool = True) -> list[str]:
+    """Every call and check of one file, then its rollback."""
     if file.error:
-        return [f"plan for {file.label}: cannot plan: {file.error}"]
-    count = len(file.stages)
-    lines = [
-        f"plan for {file.label}: {count} service(s) to recreate, one at a time, in this order "
-        f"(base {plan.base.describe()} -> head {plan.head.describe()})"
-    ]
-    if file.untouched:
-        lines.append(f"  not touched (unchanged): {', '.join(file.untouched)}")
-    lines += [f"  note: {note}" for note in file.notes]
-    lines += [f"  WARNING: {warning}" for warning in file.warnings]
-    if file.stages:
-        lines.append('  every rollback call: send it with "dry_run": true first and check it, then false')
+        return []
+    lines = [f"{file.label}: the calls, in order, on each host {_where(file)}"]
     for stage in file.stages:
-        lines += _stage_lines(stage)
+        lines += _stage_lines(stage, commands=commands)
     if file.rollback:
-        lines.append(
-            "  rollback of this whole plan, its exact reverse (services the plan added go down first: "
-            "the orphan rule):"
-        )
+        lines.append(f"{file.label}: the rollback, the same rules in reverse (added services go down first)")
         for stage in file.rollback:
-            lines += _stage_lines(stage)
+            lines += _stage_lines(stage, commands=commands)
     return lines
-
-
-def _tag_lines(plan: Plan) -> list[str]:
-    return [
-        f"tags: new {plan.tags.new}, deployed {plan.tags.old}",
-        *[f"  {note}" for note in plan.tags.notes],
-    ]
 
 
 def render_text(plan: Plan) -> str:
     quiet = no_change_line(plan)
     if quiet is not None:
         return quiet + "\n"
-    lines = _tag_lines(plan)
+    lines = summary_text(plan)
     for file in plan.files:
-        lines += file_text(file, plan)
+        details = details_text(file)
+        if details:
+            lines += ["", *details]
     return mask_text("\n".join(lines)) + "\n"
 
 
@@ -113,42 +145,45 @@ def render_markdown(plan: Plan, limit: int = PLAN_BUDGET) -> str:
     quiet = no_change_line(plan)
     if quiet is not None:
         return f"### Rollout plan\n\n{escape(quiet)}\n"
-    tags = f"Tags: new {code(plan.tags.new)}, deployed {code(plan.tags.old)}"
+    deployable = f" ({escape(plan.tags.deployable)})" if plan.tags.deployable else ""
+    tags = f"Deploy {code(plan.tags.new)}{deployable}; deployed now {code(plan.tags.old)}"
     notes = "".join(f"\n- {escape(note)}" for note in plan.tags.notes)
     blocks = ["### Rollout plan\n", f"{tags}{notes}\n"]
+    if plan.capacity:
+        blocks.append("".join(f"- Capacity {escape(entry.line())}\n" for entry in plan.capacity))
     for file in plan.files:
-        blocks.append(f"#### {code(file.label)}\n")
         if file.error:
-            blocks.append(f"Cannot plan: {escape(file.error)}\n")
+            blocks.append(f"#### {code(file.label)}\n\nCannot plan: {escape(file.error)}\n")
             continue
+        blocks.append(f"#### {code(file.label)} {escape(_where(file))}\n")
+        blocks.append(_table(file.stages))
+        lines = []
         if file.untouched:
-            blocks.append(f"Not touched (unchanged): {', '.join(code(name) for name in file.untouched)}\n")
-        blocks += [f"- {escape(note)}" for note in file.notes]
-        blocks += [f"- **Warning:** {escape(warning)}" for warning in file.warnings]
-        blocks += _table(file.stages)
+            lines.append(f"- Untouched: {', '.join(code(name) for name in file.untouched)}")
+        lines += [f"- {escape(note)}" for note in file.notes]
+        lines += [f"- **Warning:** {escape(warning)}" for warning in file.warnings]
         if file.rollback:
-            blocks.append(
-                "Rollback of this whole plan (its exact reverse; services the plan added go down first):\n"
-            )
-            blocks += _table(file.rollback)
-        details = mask_text("\n".join(file_text(file, plan))).splitlines()
-        summary = html.escape("payloads, commands, checks and rollbacks")
-        blocks.append(f"<details><summary>{summary}</summary>\n\n{fence(details, 'text')}\n\n</details>\n")
+            order = "; ".join(f"{stage.number} {code(stage.service)}" for stage in file.rollback)
+            lines.append(f"- Rollback, in this order: {order}")
+        if lines:
+            blocks.append("\n".join(lines) + "\n")
+    blocks.append(f"{escape(NO_DOWN_PREVIEW)}. Shell commands: `python -m rollout plan --format text`.\n")
+    for file in plan.files:
+        details = mask_text("\n".join(details_text(file, commands=False))).splitlines()
+        if details:
+            summary = html.escape(f"{file.label}: calls, checks and rollback")
+            blocks.append(f"<details><summary>{summary}</summary>\n\n{fence(details, 'text')}\n\n</details>\n")
     return fit([mask_text(block) for block in blocks], limit, "plan")
 
 
-def _table(stages: tuple[Stage, ...]) -> list[str]:
-    rows = ["| step | service | role | action | traffic |\n|---|---|---|---|---|"]
+def _table(stages: tuple[Stage, ...]) -> str:
+    rows = ["| # | service | role | steps | why |", "|---|---|---|---|---|"]
     for stage in stages:
-        traffic = "**interrupts**" if stage.interrupts_traffic else ""
-        for step in stage.steps:
-            dry = " (dry run)" if step.call is not None and step.call.dry_run else ""
-            action = escape(step.action.removesuffix(" (dry run)") + dry)
-            rows.append(
-                f"| {step.number} | {code(stage.service)} | {escape(stage.role)} | {action} | {traffic} |"
-            )
-    rows.append("")
-    return rows
+        role = escape(stage.role) + (" **interrupts traffic**" if stage.interrupts_traffic else "")
+        rows.append(
+            f"| {stage.number} | {code(stage.service)} | {role} | {escape(stage.actions)} | {escape(stage.reason)} |"
+        )
+    return "\n".join(rows) + "\n"
 
 
 RENDERERS: dict[str, Callable[[Plan], str]] = {

@@ -1,8 +1,11 @@
-"""One compose-manager call, printable as its API payload and as a plain command.
+"""One compose-manager call, printable as its API payload and as the plain command it runs.
 
-The rollout plan and the release rollback both print ordered steps; both build them
+The rollout plan and the release rollback both print ordered calls; both build them
 from `ComposeCall`, so an operator sees the same payload shape and the same command
-spelling whichever tool printed it.
+whichever tool printed it. The body holds only fields compose-manager declares
+(`rollout/compose-manager.yaml`), and the command is the one compose-manager itself
+runs for that body: the same project (`-p`), the same phases and flags, no `--profile`
+and no `--no-deps`, so running it by hand is the same operation.
 """
 
 from __future__ import annotations
@@ -12,10 +15,18 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from rollout import deployer
+
 
 class Action(Enum):
     UP = "up"
     DOWN = "down"
+
+
+class Mode(Enum):
+    APPLY = "apply"
+    DRY_RUN = "dry_run"  # `up` only: Compose's --dry-run, changes nothing
+    STAGE = "materialize_only"  # `up` only: pull and build, start nothing
 
 
 @dataclass(frozen=True)
@@ -24,66 +35,58 @@ class ComposeCall:
 
     action: Action
     tag: str
-    file: str  # repository-relative, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml
+    file: str  # repository-relative, e.g. prod/<stem>.yaml
     services: tuple[str, ...]
-    dry_run: bool
-    # The compose profiles the services sit behind (the canary file's `w4afp8-canary`).
-    # compose-manager's API has no field for them: naming a service activates its
-    # profiles in Compose; the plain command passes them explicitly (see `note`).
-    profiles: tuple[str, ...] = ()
+    mode: Mode = Mode.APPLY
+    # compose-manager's `project`; None: its default (the work directory's name).
+    project: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.action is Action.DOWN and self.mode is not Mode.APPLY:
+            # compose-manager's down has no dry run: a call built so would stop the service.
+            raise ValueError("a compose/down is always real: it has no dry run and no staging")
 
     @property
     def endpoint(self) -> str:
         return f"POST /compose/{self.action.value}"
 
+    @property
+    def dry_run(self) -> bool:
+        return self.mode is Mode.DRY_RUN
+
     def payload(self) -> dict[str, Any]:
-        """The compose-manager request body. `force_recreate` is always false: only a
-        changed definition recreates a container. The host's environment map is added
-        by compose-manager itself and is never printed."""
-        return {
-            "tag": self.tag,
-            "file": self.file,
-            "services": list(self.services),
-            "force_recreate": False,
-            "dry_run": self.dry_run,
-        }
+        """The request body, with only the fields compose-manager reads for this call.
+        `env` is left out: the host's variables come from compose-manager's own
+        ENV_FILES (a plan never holds their values)."""
+        body: dict[str, Any] = {"tag": self.tag, "file": self.file, "services": list(self.services)}
+        if self.project is not None:
+            body["project"] = self.project
+        if self.mode is not Mode.APPLY:
+            body[self.mode.value] = True
+        return body
 
-    def note(self) -> str:
-        """What the payload cannot say: the profile its services sit behind."""
-        if not self.profiles:
-            return ""
-        names = ", ".join(self.profiles)
-        which = "profile" if len(self.profiles) == 1 else "profiles"
-        flags = " ".join(f"--profile {profile}" for profile in self.profiles)
-        return (
-            f"{', '.join(self.services)} sit(s) behind the compose {which} {names}: the payload has no "
-            f"profile field, Compose activates it for a service named in `services`; the command passes {flags}"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The call as the plan and the release rollback print it in JSON."""
-        out: dict[str, Any] = {
-            "endpoint": self.endpoint,
-            "payload": self.payload(),
-            "command": self.command(),
-        }
-        if self.profiles:
-            out["profiles"] = list(self.profiles)
-            out["note"] = self.note()
-        return out
+    def project_name(self) -> str:
+        return self.project if self.project is not None else deployer.load().default_project
 
     def command(self) -> str:
-        """The equivalent plain command, run from a checkout of `tag` on the host."""
+        """What compose-manager runs for this body, as one shell line: for an up, from a
+        checkout of the tag (it writes the file at the tag into its work directory
+        first); for a down, on the file as last written (a down fetches nothing)."""
+        endpoint = deployer.UP if self.action is Action.UP else deployer.DOWN
+        phases = deployer.load().runs[endpoint][self.mode.value]
         base = ["docker", "compose"]
-        if self.dry_run:
+        if self.mode is Mode.DRY_RUN:
             base.append("--dry-run")
-        for profile in self.profiles:
-            base += ["--profile", profile]
-        base += ["-f", self.file]
+        base += ["-p", self.project_name(), "-f", self.file]
+        line = " && ".join(shlex.join([*base, *phase, *self.services]) for phase in phases)
         if self.action is Action.UP:
-            # `up` removes orphans like compose-manager does (the orphan rule).
-            args = [*base, "up", "-d", "--no-deps", "--remove-orphans", *self.services]
-        else:
-            args = [*base, "down", *self.services]
-        checkout = f"git checkout --quiet {shlex.quote(self.tag)}"
-        return f"{checkout} && {shlex.join(args)}"
+            return f"git checkout --quiet {shlex.quote(self.tag)} && {line}"
+        return line
+
+    def to_json(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "payload": self.payload(), "command": self.command()}
+
+    def short(self) -> str:
+        """One line for a summary: `up NEW [svc] (dry run)`."""
+        mode = {Mode.APPLY: "", Mode.DRY_RUN: " dry_run", Mode.STAGE: " materialize_only"}[self.mode]
+        return f"{self.action.value}{mode} {self.tag} {' '.join(self.services)}"

@@ -1,51 +1,62 @@
-"""`python -m rollout plan`: the ordered rollout of what `rollout diff` reports.
+"""`python -m rollout plan`: what to stage, preview, recreate and verify, in order, for what `rollout diff` reports.
 
-One service at a time: services that disappear are taken down first (the orphan
-rule); then changed one-shot jobs; engines (added ones first, then the highest replica
-first, r2 before r1, unless `tierops.rollout.order` labels say otherwise); telemetry
-alone; the proxy, registrar and front door only if they changed, flagged as
-interrupting traffic. Unchanged services are never touched. For each service both dry
-runs come before any real call. Every step is printed as a compose-manager call and as
-a plain `docker compose` command (with the service's compose profiles), with its
-rollback; the rollback of the whole plan is its exact reverse, services the plan added
-taken down first (the orphan rule). A capacity warning counts the engines serving.
+Per prod file, on each of its hosts (from the fleet's data, the canary host first):
+stage new images, then one service at a time, a preview (compose-manager's `up` dry
+run), the real `down` and `up`, and a verification; the rollback follows the same
+rules in reverse. Every call is printed as the body compose-manager reads and the
+command it runs for it. The plan opens with one screen: tags, capacity per model,
+and one line per service.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rollout import release
+from rollout import git, release
 from rollout.changes import ChangeSet, FileChange
 from rollout.commands.diff import add_selection_arguments, load_sides
+from rollout.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
 from rollout.forms import load_documents
 from rollout.masking import write_masked
 from rollout.plan import NEW_TAG, OLD_TAG, Tags, build_plan
 from rollout.report_plan import RENDERERS
 from rollout.snapshot import Snapshot
-from tierops.errors import InputError, UsageError
+from tierops.errors import InputError, RefusedError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 
 NAME = "plan"
 HELP = "the rollout plan (compose-manager calls and rollbacks) for the changes diff reports"
 DESCRIPTION = f"""\
-The ordered rollout of the changes between a base ref and the working tree (or --head):
-which services to take down and bring up, one at a time (both dry runs of a service
-before its real down and up), as compose-manager payloads and plain `docker compose`
-commands, each with its rollback and its verification; then the rollback of the whole
-plan, its exact reverse (services the plan added go down first: the orphan rule).
+The ordered rollout of the changes between a base ref and the working tree (or --head),
+through compose-manager's API: per prod file, on each host the fleet's data names for
+it (generators/*.targets.yaml; one host at a time, the first is the canary host):
 
-Tags: the head is normally not tagged yet (the v0.0.N tag is created on the merge
-commit), so up steps name {NEW_TAG} unless --tag is given or the head commit already
-carries a release tag; down and rollback steps name the tag deployed now, {OLD_TAG},
-unless --base-tag is given or the base commit carries a release tag. A release tag is
-an annotated v0.0.N with `rollout release tag`'s record, on main's first-parent
-history (docs/releasing.md); other v0.0.* tags (v0.0.9-rc, lightweight) are named in
-the notes and never used.
+  stage    POST /compose/up with materialize_only at the new tag, for every service
+           whose image or model snapshot changes: pulled while everything serves
+  preview  POST /compose/up with dry_run at the new tag, one service: its `plan` event
+           must name no other service (it also writes the file the down reads)
+  down     POST /compose/down, one service (a down has no dry run: never previewed)
+  up       POST /compose/up at the new tag, one service
+  verify   what the change moved: health, the image, the variant label, each changed
+           flag in the engine's startup server_args (API reading and shell command)
+
+Services that disappear go down first (compose-manager's up removes orphans with a
+short timeout); engines one at a time (r2 before r1); telemetry alone; the proxy,
+registrar and front door only if they changed. The rollback follows the same rules in
+reverse, services the plan added first. Each call is shown as its body and as the
+command compose-manager runs for it (same project, phases and flags).
+
+Tags: up steps name {NEW_TAG} unless --tag is given or the head commit carries a
+release tag; down steps and the rollback name the deployed tag, {OLD_TAG}, unless
+--base-tag is given or the base commit carries one. A tag given whose file differs from
+the reviewed head (or base), or a --tag not newer than --base-tag, is refused. Release
+tags are annotated v0.0.N tags with `rollout release tag`'s record (docs/releasing.md).
 """
 EPILOG = epilog("not used (plan exits 0 when it can plan, 2 when a file cannot be read)")
 
@@ -56,15 +67,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-tag", metavar="TAG", help=f"the tag deployed now (default: {OLD_TAG})")
 
 
-def resolve_tags(repo: Path, changeset: ChangeSet, tag: str | None, base_tag: str | None) -> Tags:
+def resolve_tags(
+    repo: Path,
+    changeset: ChangeSet,
+    tag: str | None,
+    base_tag: str | None,
+    sides: tuple[Snapshot, Snapshot] | None = None,
+) -> Tags:
     """The tags the payloads name: --tag/--base-tag, else the release tag of the head/base
     commit, else a placeholder. Release tags are rollout/release.py's one definition:
-    a `v0.0.9-rc` or a lightweight tag on either commit never reaches a payload."""
+    a `v0.0.9-rc` or a lightweight tag on either commit never reaches a payload. A tag
+    given by hand must carry the files that were reviewed (`sides`: base and head), and
+    the new one must be newer than the deployed one."""
     found = release.read_tags(repo)
     for option, value in (("--tag", tag), ("--base-tag", base_tag)):
         if value is not None:
             _require_release_name(found, option, value)
+    if tag is not None and base_tag is not None:
+        new_number, old_number = release.tag_number(tag), release.tag_number(base_tag)
+        if new_number is not None and old_number is not None and new_number <= old_number:
+            raise RefusedError(
+                f"--tag {tag} is not newer than the deployed --base-tag {base_tag}: a plan only moves forward",
+                hint="to go back to an older release use `python -m rollout release rollback`",
+            )
     notes: list[str] = []
+    if sides is not None:
+        base_side, head_side = sides
+        notes += _check_reviewed(repo, found, changeset, "--tag", tag, head_side, old=False)
+        notes += _check_reviewed(repo, found, changeset, "--base-tag", base_tag, base_side, old=True)
     new = tag or _tag_of(found, changeset.head.commit)
     if new is None:
         new = NEW_TAG
@@ -80,7 +110,70 @@ def resolve_tags(repo: Path, changeset: ChangeSet, tag: str | None, base_tag: st
             f"{OLD_TAG}: the tag deployed now; the base ({changeset.base.describe()}) carries no release tag"
             f"{_ignored_at(found, changeset.base.commit)}. Substitute it, or pass --base-tag"
         )
-    return Tags(new, old, tuple(notes))
+    return Tags(new, old, tuple(notes), _deployable(found, new))
+
+
+def _deployable(found: release.TagSet, name: str) -> str:
+    """When compose-manager accepts tag `name` (its commit's age), or "" when the tag
+    does not exist yet."""
+    tag = next((candidate for candidate in found.releases if candidate.name == name), None)
+    if tag is None:
+        return ""
+    gate = release.age_gate(None, os.environ)
+    if gate.deployable(tag, datetime.now(UTC)):
+        return f"deployable now under MIN_TAG_AGE_HOURS={gate.hours}"
+    return f"deployable from {release.format_time(gate.deployable_from(tag))} (MIN_TAG_AGE_HOURS={gate.hours})"
+
+
+def _check_reviewed(
+    repo: Path,
+    found: release.TagSet,
+    changeset: ChangeSet,
+    option: str,
+    name: str | None,
+    side: Snapshot,
+    *,
+    old: bool,
+) -> list[str]:
+    """Refuse a tag whose prod files differ from the reviewed side's; a tag that does
+    not exist yet cannot be compared, and the plan says so."""
+    if name is None:
+        return []
+    tag = next((candidate for candidate in found.releases if candidate.name == name), None)
+    if tag is None:
+        return [f"{name} does not exist in this clone yet: before deploying, check that it tags the reviewed commit"]
+    for file in changeset.files:
+        if file.error is not None:
+            continue
+        path = (file.old_path or file.path) if old else file.path
+        reviewed = side.files.get(path)
+        at_tag = git.show(repo, tag.commit, path)
+        if reviewed != at_tag:
+            which = "base" if old else "head"
+            state = "does not exist" if at_tag is None else "differs from"
+            raise RefusedError(
+                f"{option} {name}: {path} at {name} {state} the reviewed {which} ({side.side.describe()})",
+                hint=f"pass the tag of the reviewed commit, or plan --{which} {name} to review what it deploys",
+            )
+    return []
+
+
+def fleet_placements(repo: Path, head: Snapshot) -> dict[str, Placement]:
+    """Hosts and project per prod file stem, from the fleet's data on the head side."""
+    commit = head.side.commit
+    if commit is None:
+        directory = repo / DATA_DIRECTORY
+        names = [f"{DATA_DIRECTORY}/{path.name}" for path in directory.glob(f"*{TARGETS_SUFFIX}")]
+
+        def read(name: str) -> bytes | None:
+            try:
+                return (repo / name).read_bytes()
+            except OSError:
+                return None
+
+        return placements(names, read)
+    listed = git.ls_tree(repo, commit, [DATA_DIRECTORY])
+    return placements(listed, lambda name: git.show(repo, commit, name))
 
 
 def _tag_of(found: release.TagSet, commit: str | None) -> str | None:
@@ -140,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     repo, base_side, head_side, changeset = load_sides(args)
     heads = head_documents(head_side, changeset)
     bases = base_documents(base_side, changeset)
-    tags = resolve_tags(repo, changeset, args.tag, args.base_tag)
+    tags = resolve_tags(repo, changeset, args.tag, args.base_tag, (base_side, head_side))
 
     def head(file: FileChange) -> Mapping[str, Any] | None:
         return heads.get((file.path, file.document))
@@ -148,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
     def base(file: FileChange) -> Mapping[str, Any] | None:
         return bases.get((file.old_path or file.path, file.document))
 
-    plan = build_plan(changeset, head, tags, base)
+    plan = build_plan(changeset, head, tags, base, fleet_placements(repo, head_side))
     sys.stdout.write(RENDERERS[args.format](plan))
     if args.markdown_to is not None:
         write_masked(args.markdown_to, RENDERERS["markdown"](plan))
