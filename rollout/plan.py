@@ -158,6 +158,9 @@ class FilePlan:
     placement: Placement = Placement()
     # The engines of each served model on one host, before and after the plan.
     models: tuple[tuple[str, int, int], ...] = ()
+    # The one `materialize_only` call before the first stage (and before the rollback).
+    staging: Step | None = None
+    rollback_staging: Step | None = None
 
     @property
     def label(self) -> str:
@@ -175,10 +178,12 @@ class FilePlan:
         if self.placement.source:
             out["hosts_from"] = self.placement.source
         out["project"] = self.placement.project
+        out["staging"] = self.staging.to_json() if self.staging else None
         out["stages"] = [stage.to_json() for stage in self.stages]
         out["untouched"] = list(self.untouched)
         out["notes"] = list(self.notes)
         out["warnings"] = list(self.warnings)
+        out["rollback_staging"] = self.rollback_staging.to_json() if self.rollback_staging else None
         out["rollback"] = [stage.to_json() for stage in self.rollback]
         return out
 
@@ -368,6 +373,8 @@ def plan_file(
         warnings=tuple(warnings),
         placement=placement,
         models=_models(base_services, head_services, file),
+        staging=context.staging,
+        rollback_staging=context.rollback_staging,
     )
 
 
@@ -506,6 +513,8 @@ class _Context:
         self.has_engines = bool(base_engines or head_engines)
         self.forward_final = len(self.serving_after)
         self.reverse_final = len(self.serving_before)
+        self.staging: Step | None = None
+        self.rollback_staging: Step | None = None
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -525,19 +534,16 @@ class _Context:
         canary = _canary(engines)
         stages: list[Stage] = []
         staged = [item.name for item in self.items if item.status is not Status.REMOVED and _needs_stage(item)]
-        if staged:
-            steps = [
-                Step(
-                    "0.1",
-                    "stage",
-                    self.new_call(Action.UP, staged, Mode.STAGE),
-                    expect="a `staged` event listing the new images; nothing is created or started",
-                    engines_serving=len(serving) if self.has_engines else None,
-                )
-            ]
-            stages.append(
-                Stage(0, ", ".join(staged), "staging", "new images or model snapshots", False, tuple(steps))
+        self.staging = (
+            Step(
+                "0",
+                "stage",
+                self.new_call(Action.UP, staged, Mode.STAGE),
+                expect="a `staged` event listing the new images; nothing is created or started",
             )
+            if staged
+            else None
+        )
         for number, item in enumerate(self.items, start=1):
             steps: list[Step] = []
             label = str(number)
@@ -593,15 +599,16 @@ class _Context:
         others = [item for item in backwards if item.status is Status.CHANGED]
         stages: list[Stage] = []
         staged = [item.name for item in removed + others if _needs_stage(item)]
-        if staged:
-            step = Step(
-                "R0.1",
+        self.rollback_staging = (
+            Step(
+                "R0",
                 "stage",
                 self.old_call(Action.UP, staged, Mode.STAGE),
                 expect="a `staged` event listing the old images; nothing is created or started",
-                engines_serving=len(serving) if self.has_engines else None,
             )
-            stages.append(Stage("R0", ", ".join(staged), "staging", "the old images", False, (step,)))
+            if staged
+            else None
+        )
         for number, item in enumerate(added + removed + others, start=1):
             label = f"R{number}"
             steps: list[Step] = []

@@ -64,6 +64,9 @@ def summary_text(plan: Plan) -> list[str]:
             lines.append(f"{file.label}: cannot plan: {file.error}")
             continue
         lines.append(f"{file.label} {_where(file)}")
+        if file.staging is not None and file.staging.call is not None:
+            staged = ", ".join(file.staging.call.services)
+            lines.append(f"    0  stage (pull, start nothing): {staged}")
         lines += [_summary_line(stage) for stage in file.stages]
         if file.untouched:
             lines.append(f"  untouched: {', '.join(file.untouched)}")
@@ -116,10 +119,14 @@ def details_text(file: FilePlan, *, commands: bool = True) -> list[str]:
     if file.error:
         return []
     lines = [f"{file.label}: the calls, in order, on each host {_where(file)}"]
+    if file.staging is not None:
+        lines += _step_lines(file.staging, commands=commands)
     for stage in file.stages:
         lines += _stage_lines(stage, commands=commands)
     if file.rollback:
         lines.append(f"{file.label}: the rollback, the same rules in reverse (added services go down first)")
+        if file.rollback_staging is not None:
+            lines += _step_lines(file.rollback_staging, commands=commands)
         for stage in file.rollback:
             lines += _stage_lines(stage, commands=commands)
     return lines
@@ -156,7 +163,7 @@ def render_markdown(plan: Plan, limit: int = PLAN_BUDGET) -> str:
             blocks.append(f"#### {code(file.label)}\n\nCannot plan: {escape(file.error)}\n")
             continue
         blocks.append(f"#### {code(file.label)} {escape(_where(file))}\n")
-        blocks.append(_table(file.stages))
+        blocks.append(_table(file))
         lines = []
         if file.untouched:
             lines.append(f"- Untouched: {', '.join(code(name) for name in file.untouched)}")
@@ -176,9 +183,12 @@ def render_markdown(plan: Plan, limit: int = PLAN_BUDGET) -> str:
     return fit([mask_text(block) for block in blocks], limit, "plan")
 
 
-def _table(stages: tuple[Stage, ...]) -> str:
+def _table(file: FilePlan) -> str:
     rows = ["| # | service | role | steps | why |", "|---|---|---|---|---|"]
-    for stage in stages:
+    if file.staging is not None and file.staging.call is not None:
+        staged = ", ".join(code(name) for name in file.staging.call.services)
+        rows.append(f"| 0 | {staged} | | stage | new images or model snapshots, pulled while all serve |")
+    for stage in file.stages:
         role = escape(stage.role) + (" **interrupts traffic**" if stage.interrupts_traffic else "")
         rows.append(
             f"| {stage.number} | {code(stage.service)} | {role} | {escape(stage.actions)} | {escape(stage.reason)} |"

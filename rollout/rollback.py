@@ -7,12 +7,14 @@ come from the tags' records (rollout/release.py); the file at the chosen tag is 
 rendered with the real `docker compose config` and the dummy environment, so a
 rollback is never printed for a file compose would reject.
 
-The steps obey the orphan rule (SPEC 1): compose-manager's `up` kills services missing
-from the file with a short timeout, so each service is first taken `down` with the
-file that defines it now (the deployed tag), then brought `up` from the old tag. Both
-dry runs of a service come before its first real call (issue 11: a failing `up` must be
-found while the service still runs), and every call carries the compose profiles the
-service sits behind at that tag (the canary file's `w4afp8-canary`).
+The steps follow the rollout plan's rules, through compose-manager's real API
+(`rollout/compose-manager.yaml`), one service at a time: stage the old image first
+when it differs (`up` with `materialize_only`), preview (`up` dry run at the old tag:
+its `plan` event must name no other service, and it writes the old file where the down
+reads it), `down` (compose-manager's down has no dry run), `up` from the old tag, and
+verify what the rollback moves (health, the image, the variant label). A rollback
+never removes a service (see the orphan refusal below), so no service is an orphan
+of the old file's `up`.
 """
 
 from __future__ import annotations
@@ -20,15 +22,17 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from rollout import git
-from rollout.checks import profiles_of
+from rollout.changes import ABSENT, Aspect, Change, Op
+from rollout.checks import VARIANT_LABEL, Check, checks_for
 from rollout.forms import load_documents
 from rollout.release import AgeGate, IgnoredTag, ReleaseTag, TagSet, format_time
-from rollout.steps import Action, ComposeCall
+from rollout.roles import Role, SpellingError, key_values, roles_of
+from rollout.steps import Action, ComposeCall, Mode
 from tierops.composebin import DUMMY_ENV, ComposeBinary, run_config
 from tierops.errors import InputError, RefusedError, UsageError
 
@@ -38,8 +42,10 @@ EMERGENCY_HINT = "an emergency before then follows docs/releasing.md (Emergency 
 @dataclass(frozen=True)
 class Step:
     service: str
-    call: ComposeCall
+    action: str  # stage, preview, down, up, verify
+    call: ComposeCall | None
     why: str
+    checks: tuple[Check, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,19 +152,53 @@ def plan_rollback(
     unchanged = tuple(name for name in wanted if name not in changed)
     rendered_with = render_at(repo, target, file, changed, compose) if compose else "not rendered"
 
-    profiles_now = _profiles(repo, deployed, file)
-    profiles_then = _profiles(repo, target, file)
+    now = _services(repo, deployed, file)
+    then = _services(repo, target, file)
+    roles = roles_of({"services": dict(then)}) if then else {}
     steps: list[Step] = []
     for name in changed:
-        down = "take it down with the file that defines it now (orphan rule)"
-        up = f"bring it up from {target.name}; wait until it is healthy before the next service"
-        down_call = ComposeCall(Action.DOWN, deployed.name, file, (name,), False, profiles_now.get(name, ()))
-        up_call = ComposeCall(Action.UP, target.name, file, (name,), False, profiles_then.get(name, ()))
+        old_def, new_def = then.get(name, {}), now.get(name, {})
+        moved = _moved(new_def, old_def)
+        role = roles.get(name, Role.OTHER)
+        if any(change.aspect is Aspect.IMAGE for change in moved) or (
+            role is Role.ONE_SHOT and old_def.get("command") != new_def.get("command")
+        ):
+            steps.append(
+                Step(
+                    name,
+                    "stage",
+                    ComposeCall(Action.UP, target.name, file, (name,), Mode.STAGE),
+                    f"pull the image of {target.name} while {deployed.name} still serves: "
+                    "a `staged` event, nothing started",
+                )
+            )
         steps += [
-            Step(name, replace(down_call, dry_run=True), down),
-            Step(name, replace(up_call, dry_run=True), up),
-            Step(name, down_call, down),
-            Step(name, up_call, up),
+            Step(
+                name,
+                "preview",
+                ComposeCall(Action.UP, target.name, file, (name,), Mode.DRY_RUN),
+                f"its `plan` event must name no service but {name} (recreate, or unchanged when only a "
+                "mounted config differs) and remove nothing; it also writes the old file for the down",
+            ),
+            Step(
+                name,
+                "down",
+                ComposeCall(Action.DOWN, deployed.name, file, (name,)),
+                "a down has no dry run: it stops the service at once",
+            ),
+            Step(
+                name,
+                "up",
+                ComposeCall(Action.UP, target.name, file, (name,)),
+                f"from {target.name}; wait until it is healthy before the next service",
+            ),
+            Step(
+                name,
+                "verify",
+                None,
+                f"it runs its definition at {target.name}",
+                checks_for(file, name, role, old_def, Path(file).stem, moved),
+            ),
         ]
     # Tags an operator may have taken for the deployed or the previous release: say
     # why they are not (a lightweight v0.0.10 on HEAD is no rollback point, issue 11).
@@ -168,9 +208,9 @@ def plan_rollback(
     )
 
 
-def _profiles(repo: Path, tag: ReleaseTag, file: str) -> dict[str, tuple[str, ...]]:
-    """The compose profiles of every service of `file` at `tag` (empty when unreadable:
-    the render check refuses such a tag anyway)."""
+def _services(repo: Path, tag: ReleaseTag, file: str) -> dict[str, dict[str, object]]:
+    """The service definitions of `file` at `tag` (empty when unreadable: the render
+    check refuses such a tag anyway)."""
     data = git.show(repo, tag.commit, file)
     if data is None:
         return {}
@@ -178,12 +218,31 @@ def _profiles(repo: Path, tag: ReleaseTag, file: str) -> dict[str, tuple[str, ..
         documents = load_documents(data, where=file)
     except InputError:
         return {}
-    profiles: dict[str, tuple[str, ...]] = {}
+    services: dict[str, dict[str, object]] = {}
     for document in documents:
         for name, service in (document.get("services") or {}).items():
             if isinstance(service, dict):
-                profiles[str(name)] = profiles_of(service)
-    return profiles
+                services[str(name)] = service
+    return services
+
+
+def _moved(now: dict[str, object], then: dict[str, object]) -> tuple[Change, ...]:
+    """What a rollback moves that its checks can see: the image and the variant label."""
+    changes: list[Change] = []
+    if now.get("image") != then.get("image"):
+        changes.append(
+            Change(Aspect.IMAGE, Op.CHANGED, ("image",), "image", now.get("image", ABSENT), then.get("image", ABSENT))
+        )
+    if _variant(now) != _variant(then):
+        changes.append(Change(Aspect.LABELS, Op.CHANGED, ("labels", VARIANT_LABEL), VARIANT_LABEL))
+    return tuple(changes)
+
+
+def _variant(service: dict[str, object]) -> str | None:
+    try:
+        return key_values(service.get("labels"), what="labels").get(VARIANT_LABEL)
+    except SpellingError:
+        return None
 
 
 def render_at(repo: Path, tag: ReleaseTag, file: str, services: Sequence[str], compose: ComposeBinary) -> str:

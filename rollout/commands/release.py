@@ -393,16 +393,21 @@ def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_f
         lines.append(f"  note: {ignored.name} ignored: {ignored.reason}")
     lines += [
         "",
-        "steps, in order: one service at a time; send each dry_run call first and read its plan",
+        "steps, in order, one service at a time (compose-manager's down has no dry run: the preview before "
+        "it is the last read-only look):",
     ]
     for number, step in enumerate(plan.steps, start=1):
-        mode = "dry run" if step.call.dry_run else "for real"
-        lines += [
-            f"{number:>2}. [{mode}] {step.service}: {step.why}",
-            f"    {step.call.endpoint} {json.dumps(step.call.payload())}",
-            f"    $ {step.call.command()}",
-            *([f"    note: {step.call.note()}"] if step.call.note() else []),
-        ]
+        lines.append(f"{number:>2}. {step.action} {step.service}: {step.why}")
+        if step.call is not None:
+            lines += [
+                f"    {step.call.endpoint} {json.dumps(step.call.payload())}",
+                f"    $ {step.call.command()}",
+            ]
+        for check in step.checks:
+            lines.append(f"    - {check.what}: expect {check.expect}")
+            if check.api:
+                lines.append(f"      api: {check.api}")
+            lines.append(f"      $ {check.command}")
     return lines
 
 
@@ -429,5 +434,14 @@ def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, 
         "passed_over": [tag.name for tag in plan.passed_over],
         "ignored": [{"tag": tag.name, "reason": tag.reason} for tag in plan.ignored],
         "rendered_with": plan.rendered_with,
-        "steps": [{"service": step.service, "why": step.why, **step.call.to_json()} for step in plan.steps],
+        "steps": [
+            {
+                "service": step.service,
+                "action": step.action,
+                "why": step.why,
+                **(step.call.to_json() if step.call is not None else {}),
+                **({"checks": [check.to_json() for check in step.checks]} if step.checks else {}),
+            }
+            for step in plan.steps
+        ],
     }

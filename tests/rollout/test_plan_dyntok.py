@@ -43,7 +43,9 @@ def dyntok_repo(tmp_path: Path) -> Path:
     base = generated(dyntok=False)
     head = generated(dyntok=True)
     assert base != head
-    repo = new_repo(tmp_path, base)
+    # The fleet's data: where each file runs (a fixture of its own, not this repository's).
+    placement = {"generators/fleet.targets.yaml": f"{Path(LONG).stem}:\n  hosts: [gpu02]\n"}
+    repo = new_repo(tmp_path, {**base, **placement})
     commit(repo, head, "Enable the dynamic batch tokenizer on the long-context replicas")
     return repo
 
@@ -66,8 +68,8 @@ def test_the_dyntok_plan_is_r2_then_r1_then_the_collector_alone(
     (file,) = plan["files"]
     assert file["path"] == LONG
     steps = [(stage["service"], step["action"]) for stage in file["stages"] for step in stage["steps"]]
-    # Both dry runs before any real call (issue 11): a failing up is found while r2 serves.
-    replace = ["down (dry run)", "up (dry run)", "down", "up", "verify"]
+    # The preview (an up dry run) while r2 still serves; compose-manager's down has no dry run.
+    replace = ["preview", "down", "up", "verify"]
     assert steps == (
         [(R2, action) for action in replace]
         + [(R1, action) for action in replace]
@@ -84,6 +86,9 @@ def test_the_dyntok_plan_is_r2_then_r1_then_the_collector_alone(
     ]
     assert file["notes"] == []
     assert file["warnings"] == []
+    # Nothing to pull: no image or model snapshot changes.
+    assert file["staging"] is None
+    assert file["hosts"] == ["gpu02"]
     assert [stage["note"] for stage in file["stages"]] == [
         "engine 1 of 2, one at a time; the canary of this change: the other engines get it only after "
         "this one verifies; 1 engine(s) serve meanwhile",
@@ -97,33 +102,31 @@ def test_every_call_is_scoped_to_one_service_with_the_file_that_defines_it(
 ) -> None:
     plan = plan_json(dyntok_repo, monkeypatch, capsys)
     for stage in plan["files"][0]["stages"]:
-        down_dry, up_dry, down, up, verify = stage["steps"]
+        preview, down, up, _verify = stage["steps"]
         only = [stage["service"]]
-        for step, endpoint, tag, dry_run in (
-            (down_dry, "POST /compose/down", "<OLD_TAG>", True),
-            (down, "POST /compose/down", "<OLD_TAG>", False),
-            (up_dry, "POST /compose/up", "<NEW_TAG>", True),
-            (up, "POST /compose/up", "<NEW_TAG>", False),
-        ):
-            assert step["endpoint"] == endpoint
-            assert step["payload"] == {
-                "tag": tag,
-                "file": LONG,
-                "services": only,
-                "force_recreate": False,
-                "dry_run": dry_run,
-            }
-        assert down_dry["rollback"] == up_dry["rollback"] == []
-        assert [call["payload"]["tag"] for call in down["rollback"]] == ["<OLD_TAG>"]
-        assert [(call["endpoint"], call["payload"]["tag"]) for call in up["rollback"]] == [
-            ("POST /compose/down", "<NEW_TAG>"),
-            ("POST /compose/up", "<OLD_TAG>"),
-        ]
-        assert verify["rollback"] == up["rollback"]
-        assert up["command"] == (
-            f"git checkout --quiet '<NEW_TAG>' && docker compose -f {LONG} up -d --no-deps --remove-orphans "
-            f"{stage['service']}"
+        assert (preview["endpoint"], preview["payload"]) == (
+            "POST /compose/up",
+            {"tag": "<NEW_TAG>", "file": LONG, "services": only, "dry_run": True},
         )
+        assert (down["endpoint"], down["payload"]) == (
+            "POST /compose/down",
+            {"tag": "<OLD_TAG>", "file": LONG, "services": only},
+        )
+        assert (up["endpoint"], up["payload"]) == (
+            "POST /compose/up",
+            {"tag": "<NEW_TAG>", "file": LONG, "services": only},
+        )
+        # The command is the one compose-manager runs: its default project, its three
+        # phases, no --no-deps, no --profile.
+        compose = f"docker compose -p work -f {LONG}"
+        name = stage["service"]
+        assert up["command"] == (
+            f"git checkout --quiet '<NEW_TAG>' && {compose} pull --ignore-buildable {name} && "
+            f"{compose} build {name} && {compose} up -d --remove-orphans {name}"
+        )
+        assert down["command"] == f"{compose} down {name}"
+    # Each rollback stage says which stage it undoes, in reverse order.
+    assert [stage["undoes"] for stage in plan["files"][0]["rollback"]] == [3, 2, 1]
 
 
 def test_each_engine_is_verified_by_health_a_real_completion_and_its_variant(
@@ -142,7 +145,7 @@ def test_each_engine_is_verified_by_health_a_real_completion_and_its_variant(
     # The runbook's check, derived from the change: the flag with underscores, its new value.
     assert checks[4]["expect"] == "'enable_dynamic_batch_tokenizer': True"
     assert checks[4]["command"] == (
-        f"docker compose -f {LONG} logs --no-log-prefix {R2} 2>&1 | grep -m1 server_args"
+        f"docker compose -p work -f {LONG} logs --no-log-prefix {R2} 2>&1 | grep -m1 server_args"
         " | grep -o \"'enable_dynamic_batch_tokenizer': [^,})]*\""
     )
     variant = "fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi2-h200-tp4-ep4-dyntok"
@@ -168,12 +171,15 @@ def test_tags_come_from_the_options_or_the_commits(
         "Substitute it, or pass --tag, once it exists and is old enough to deploy"
     ]
     plan = plan_json(dyntok_repo, monkeypatch, capsys, "--tag", "v0.0.8")
-    assert (plan["tags"]["new"], plan["tags"]["old"], plan["tags"]["notes"]) == ("v0.0.8", "v0.0.7", [])
-    first_up = plan["files"][0]["stages"][0]["steps"][3]
+    assert (plan["tags"]["new"], plan["tags"]["old"]) == ("v0.0.8", "v0.0.7")
+    assert plan["tags"]["notes"] == [
+        "v0.0.8 does not exist in this clone yet: before deploying, check that it tags the reviewed commit"
+    ]
+    first_up = plan["files"][0]["stages"][0]["steps"][2]
     assert first_up["payload"]["tag"] == "v0.0.8"
 
 
-def test_the_text_plan_reads_in_order_with_payload_command_and_rollback(
+def test_the_text_plan_opens_with_one_screen_then_the_calls(
     dyntok_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = run_cli(
@@ -181,21 +187,20 @@ def test_the_text_plan_reads_in_order_with_payload_command_and_rollback(
     )
     assert code == 0
     lines = out.splitlines()
-    headings = [line for line in lines if line.startswith("  ") and line[2:3].isdigit()]
-    assert headings == [
-        f"  1. {R2} [engine]: definition changed (argv, labels)",
-        f"  2. {R1} [engine]: definition changed (argv, labels)",
-        "  3. otelcol-contrib [telemetry (collector)]: config otelcol_app_config changed",
+    summary = lines[: lines.index("") + 1 + lines[lines.index("") + 1 :].index("")]
+    assert summary[-5:] == [
+        f"    1  {R2}  [engine]  preview, down, up, verify: definition changed (argv, labels)",
+        f"    2  {R1}  [engine]  preview, down, up, verify: definition changed (argv, labels)",
+        "    3  otelcol-contrib  [telemetry (collector)]  preview, down, up, verify: config otelcol_app_config changed",
+        "  untouched: model-downloader, proxy-glm53, nginx, model-proxy-registrar, dcgm-glm53",
+        f"  rollback, in this order (stages already past their down, when a step fails): R1 otelcol-contrib; "
+        f"R2 {R1}; R3 {R2}",
     ]
-    assert (
-        "  not touched (unchanged): model-downloader, proxy-glm53, nginx, model-proxy-registrar, dcgm-glm53"
-        in lines
+    assert "capacity z-ai/glm-5.3-flash: 2 engine(s) on 1 host; at most 1 out at a time, 1 serve" in summary
+    assert len(lines[: lines.index(f"{LONG}: the calls, in order, on each host on gpu02 (compose-manager's default project)")]) <= 24
+    at = lines.index("     1.3 up:")
+    assert lines[at + 1] == (
+        f'         POST /compose/up {{"tag": "v0.0.8", "file": "{LONG}", "services": ["{R2}"]}}'
     )
-    at = lines.index("     1.4 up:")
-    assert lines[at + 1 : at + 4] == [
-        f'         POST /compose/up {{"tag": "v0.0.8", "file": "{LONG}", "services": ["{R2}"], '
-        '"force_recreate": false, "dry_run": false}',
-        f"         $ git checkout --quiet v0.0.8 && docker compose -f {LONG} up -d --no-deps --remove-orphans {R2}",
-        "         rollback:",
-    ]
-    assert "proxy-glm53 [" not in out and "nginx [" not in out and "registrar [" not in out
+    # No line that says nothing: no "nothing to undo", no traffic flag on a preview.
+    assert not any("nothing to undo" in line or "dry run)" in line for line in lines)

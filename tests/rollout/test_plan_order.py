@@ -97,7 +97,13 @@ def test_a_removed_service_is_taken_down_first_and_never_brought_up(
         ("vllm-b", "definition changed (argv)"),
         ("router", "definition changed (environment)"),
     ]
-    assert [step["action"] for step in stages[0]["steps"]] == ["down (dry run)", "down"]
+    # The preview at the deployed tag writes the deployed file back where the down reads it.
+    preview, down = stages[0]["steps"]
+    assert (preview["action"], preview["payload"]) == (
+        "preview",
+        {"tag": "<OLD_TAG>", "file": HAND, "services": ["vllm-a"], "dry_run": True},
+    )
+    assert (down["action"], down["payload"]) == ("down", {"tag": "<OLD_TAG>", "file": HAND, "services": ["vllm-a"]})
     assert stages[2]["interrupts_traffic"] is True
     assert stages[2]["warning"] == "interrupts traffic: every request of this host goes through the proxy"
 
@@ -110,8 +116,17 @@ def test_an_added_service_is_brought_up_and_rolled_back_by_a_down(
     plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: old}, {HAND: new})
     (stage,) = plan["files"][0]["stages"]
     assert (stage["service"], stage["reason"], stage["role"]) == ("cache", "added", "other")
-    assert [step["action"] for step in stage["steps"]] == ["up (dry run)", "up", "verify"]
-    assert [call["endpoint"] for call in stage["steps"][1]["rollback"]] == ["POST /compose/down"]
+    assert [step["action"] for step in stage["steps"]] == ["preview", "up", "verify"]
+    (undo,) = plan["files"][0]["rollback"]
+    assert (undo["undoes"], [step["action"] for step in undo["steps"]]) == (1, ["preview", "down"])
+    assert undo["steps"][1]["payload"] == {"tag": "<NEW_TAG>", "file": HAND, "services": ["cache"]}
+    # A new image is pulled before anything else.
+    assert plan["files"][0]["staging"]["payload"] == {
+        "tag": "<NEW_TAG>",
+        "file": HAND,
+        "services": ["cache"],
+        "materialize_only": True,
+    }
     assert stage["warning"] == "unknown role: read its definition before running these steps"
 
 
@@ -158,7 +173,8 @@ def test_a_renamed_file_downs_with_the_old_path_and_ups_with_the_new(
     plan = plan_of(tmp_path, monkeypatch, capsys, {LONG: old}, {LONG: None, "prod/long.yaml": new})
     file = plan["files"][0]
     assert (file["path"], file["old_path"]) == ("prod/long.yaml", LONG)
-    down, up = file["stages"][0]["steps"][2], file["stages"][0]["steps"][3]
+    preview, down, up = file["stages"][0]["steps"][:3]
+    assert preview["payload"]["file"] == "prod/long.yaml"
     assert (down["payload"]["file"], up["payload"]["file"]) == (LONG, "prod/long.yaml")
     assert file["notes"] == [
         f"renamed from {LONG}: down steps use the old path at <OLD_TAG>, up steps the new one"
@@ -199,7 +215,7 @@ def test_a_file_that_cannot_be_read_stops_its_plan_with_exit_2(
     write(repo, {LONG: "services: ["})
     code, out, err = run_cli(monkeypatch, capsys, repo, ["plan"])
     assert code == 2
-    assert f"plan for {LONG}: cannot plan: {LONG}:1:12: invalid YAML" in out
+    assert f"{LONG}: cannot plan: {LONG}:1:12: invalid YAML" in out
     code, _, err = run_cli(monkeypatch, capsys, repo, ["plan", "--format", "json"])
     assert code == 2 and err.startswith(f"{LONG}: {LONG}:1:12: invalid YAML")
 
@@ -213,25 +229,29 @@ def test_the_markdown_plan_has_an_overview_table_and_the_details(
     write(repo, {LONG: new})
     code, out, _ = run_cli(monkeypatch, capsys, repo, ["plan", "--format", "markdown"])
     assert code == 0
-    assert "| step | service | role | action | traffic |" in out
-    assert "| 1.3 | `nginx` | front door | down | **interrupts** |" in out
-    assert "<details><summary>payloads, commands, checks and rollbacks</summary>" in out
+    assert "| # | service | role | steps | why |" in out
+    assert "| 1 | `nginx` | front door **interrupts traffic** | preview, down, up, verify | config nginx\\_conf changed |" in out
+    assert f"<details><summary>{LONG}: calls, checks and rollback</summary>" in out
 
 
-def test_both_dry_runs_of_a_service_come_before_its_first_real_call(
+def test_the_preview_comes_before_the_down_and_no_down_is_a_dry_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Issue 11: with dry-run down, down, dry-run up, up, a failing up was discovered with
-    # the replica already down.
+    # compose-manager's down has no dry run: a "dry-run" down stops the service. The only
+    # read-only look is the up dry run, and it must come while the service still serves.
     old = fixture("handwritten.yaml")
     new = old.replace("--max-model-len 32768", "--max-model-len 65536")
     plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: old}, {HAND: new})
-    for stage in plan["files"][0]["stages"]:
+    for stage in plan["files"][0]["stages"] + plan["files"][0]["rollback"]:
         actions = [step["action"] for step in stage["steps"]]
-        assert actions == ["down (dry run)", "up (dry run)", "down", "up", "verify"]
-        up_dry = stage["steps"][1]
-        assert (up_dry["endpoint"], up_dry["payload"]["dry_run"]) == ("POST /compose/up", True)
-        assert "nothing removed" in up_dry["expect"]
+        assert actions == ["preview", "down", "up", "verify"]
+        preview = stage["steps"][0]
+        assert (preview["endpoint"], preview["payload"]["dry_run"]) == ("POST /compose/up", True)
+        assert "nothing created or removed" in preview["expect"]
+        for step in stage["steps"]:
+            if step.get("endpoint") == "POST /compose/down":
+                assert "dry_run" not in step["payload"]
+                assert " --dry-run " not in step["command"]
 
 
 def test_a_removed_engine_is_not_called_a_canary(

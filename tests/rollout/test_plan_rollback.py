@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rollout.plankit import HAND, add_engine, calls, hand, plan_of, services, step, text_of
+from tests.rollout.plankit import HAND, add_engine, hand, plan_of, services, step, text_of
 
 NEW, OLD = "<NEW_TAG>", "<OLD_TAG>"
 
@@ -24,23 +24,16 @@ def test_the_proxy_rollback_takes_the_added_engine_down_with_the_new_file_first(
     )
     file = plan["files"][0]
     assert services(file["stages"]) == ["vllm-c", "router"]
-    router = file["stages"][1]
-    expected = [
-        ("POST /compose/down", NEW, "vllm-c"),
-        ("POST /compose/down", NEW, "router"),
-        ("POST /compose/up", OLD, "router"),
+    # A failure at the router (stage 2) undoes stages 2 and 1 in the rollback's order: the
+    # added engine first, with the file that defines it, then the router back to OLD.
+    rollback = file["rollback"]
+    assert [(stage["service"], stage["undoes"]) for stage in rollback] == [("vllm-c", 1), ("router", 2)]
+    assert [(s["action"], s["endpoint"], s["payload"]["tag"]) for s in rollback[0]["steps"]] == [
+        ("preview", "POST /compose/up", NEW),
+        ("down", "POST /compose/down", NEW),
     ]
-    assert calls(step(router, "up")) == calls(step(router, "verify")) == expected
-    assert calls(step(router, "down")) == [
-        ("POST /compose/down", NEW, "vllm-c"),
-        ("POST /compose/up", OLD, "router"),
-    ]
-    assert step(router, "up")["rollback_note"] == (
-        "vllm-c first: this plan added it, and compose/up at <OLD_TAG> would remove it as an orphan "
-        "with a short timeout"
-    )
-    # The added engine's own rollback is a down with the file that defines it.
-    assert calls(step(file["stages"][0], "up")) == [("POST /compose/down", NEW, "vllm-c")]
+    router = [(s["action"], s["payload"]["tag"]) for s in rollback[1]["steps"] if "payload" in s]
+    assert router == [("preview", OLD), ("down", NEW), ("up", OLD)]
 
 
 def test_the_whole_rollback_is_the_reverse_with_added_services_down_first(
@@ -54,22 +47,15 @@ def test_the_whole_rollback_is_the_reverse_with_added_services_down_first(
     assert services(rollback) == ["vllm-c", "router", "vllm-a", "vllm-b"]
     first = rollback[0]
     assert [(s["number"], s["action"], s["payload"]["tag"]) for s in first["steps"]] == [
-        ("R1.1", "down (dry run)", NEW),
+        ("R1.1", "preview", NEW),
         ("R1.2", "down", NEW),
     ]
     assert first["reason"] == (
-        "added by this plan: <OLD_TAG> does not define it, so the first compose/up at <OLD_TAG> would "
-        "remove it as an orphan with a short timeout instead of its stop_grace_period; it goes down "
-        "first, with the file that defines it"
+        "added by this plan: <OLD_TAG> does not define it, so any compose/up at <OLD_TAG> would "
+        "remove it as an orphan with a short timeout; it goes down first"
     )
     for stage in rollback[1:]:
-        assert [s["action"] for s in stage["steps"]] == [
-            "down (dry run)",
-            "up (dry run)",
-            "down",
-            "up",
-            "verify",
-        ]
+        assert [s["action"] for s in stage["steps"]] == ["preview", "down", "up", "verify"]
         assert [step(stage, "down")["payload"]["tag"], step(stage, "up")["payload"]["tag"]] == [NEW, OLD]
         assert stage["reason"] == "back to its definition at <OLD_TAG>"
 
@@ -86,7 +72,7 @@ def test_a_removed_service_comes_back_before_the_changed_ones_are_reverted(
     assert services(file["rollback"]) == ["vllm-b", "router"]
     back = file["rollback"][0]
     assert [(s["action"], s["payload"]["tag"]) for s in back["steps"] if "payload" in s] == [
-        ("up (dry run)", OLD),
+        ("preview", OLD),
         ("up", OLD),
     ]
     assert back["reason"] == "removed by this plan: brought back up from <OLD_TAG>"
@@ -99,16 +85,13 @@ def test_the_text_plan_prints_the_rollback_after_the_steps(
         tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: add_engine(hand(), "vllm-c", ("4", "5"))}
     )
     lines = out.splitlines()
-    at = lines.index(
-        "  rollback of this whole plan, its exact reverse (services the plan added go down first: the orphan rule):"
-    )
+    at = lines.index(f"{HAND}: the rollback, the same rules in reverse (added services go down first)")
     assert [line for line in lines[at:] if line.startswith("  R")] == [
-        "  R1 vllm-c [engine]: added by this plan: <OLD_TAG> does not define it, so the first compose/up at "
-        "<OLD_TAG> would remove it as an orphan with a short timeout instead of its stop_grace_period; it "
-        "goes down first, with the file that defines it",
+        "  R1 vllm-c [engine]: added by this plan: <OLD_TAG> does not define it, so any compose/up at "
+        "<OLD_TAG> would remove it as an orphan with a short timeout; it goes down first",
         "  R2 router [proxy]: back to its definition at <OLD_TAG>",
     ]
     assert (
-        "rollback (vllm-c first: this plan added it, and compose/up at <OLD_TAG> would remove it as an "
-        "orphan with a short timeout):"
-    ) in [line.strip() for line in lines[:at]]
+        "  rollback, in this order (stages already past their down, when a step fails): R1 vllm-c; R2 router"
+        in lines[:at]
+    )
