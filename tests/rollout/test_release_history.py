@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rollout import release
+from rollout import deployer, release
 from rollout.cli import main
 from tests.rollout.release_world import (
     CANARY,
@@ -403,24 +403,11 @@ def test_an_unknown_service_or_file_is_a_usage_error_naming_what_exists(
 
 
 def expected_rollback(commits: dict[str, str], world: World) -> str:
+    """The rollback's header, exactly: which tag, why, and the render check."""
     tags = {tag.name: tag for tag in release.read_tags(world.a).releases}
     before = tags["v0.0.6"].record.digests[LONG][R2]
     after = tags["v0.0.4"].record.digests[LONG][R2]
     origin = find_compose().origin
-
-    def call(action: str, tag: str, dry: bool) -> str:
-        payload = json.dumps(
-            {"tag": tag, "file": LONG, "services": [R2], "force_recreate": False, "dry_run": dry}
-        )
-        flag = "--dry-run " if dry else ""
-        verb = "up -d --no-deps --remove-orphans" if action == "up" else "down"
-        return (
-            f"    POST /compose/{action} {payload}\n"
-            f"    $ git checkout --quiet {tag} && docker compose {flag}-f {LONG} {verb} {R2}\n"
-        )
-
-    down = "take it down with the file that defines it now (orphan rule)"
-    up = "bring it up from v0.0.4; wait until it is healthy before the next service"
     return (
         f"rollback of {R2} in {LONG}\n"
         f"  deployed:     v0.0.6 (commit {commits['v0.0.6'][:12]}; the newest release tag in this clone; "
@@ -431,18 +418,26 @@ def expected_rollback(commits: dict[str, str], world: World) -> str:
         f"  {R2}: definition {before} -> {after}\n"
         f"  rendered {LONG} at v0.0.4: docker compose config ok ({origin} with its ci/dummy.env)\n"
         "  warning: v0.0.4 was tagged with --no-verify: its check never passed\n"
-        "\n"
-        "steps, in order: one service at a time; send each dry_run call first and read its plan\n"
-        # Both dry runs before the first real call (issue 11).
-        f" 1. [dry run] {R2}: {down}\n"
-        + call("down", "v0.0.6", True)
-        + f" 2. [dry run] {R2}: {up}\n"
-        + call("up", "v0.0.4", True)
-        + f" 3. [for real] {R2}: {down}\n"
-        + call("down", "v0.0.6", False)
-        + f" 4. [for real] {R2}: {up}\n"
-        + call("up", "v0.0.4", False)
     )
+
+
+def steps_of(plan: dict[str, Any]) -> list[tuple[str, str, str | None, dict[str, Any] | None]]:
+    # Every call is one compose-manager reads as written (its contract: no dropped field).
+    for step in plan["steps"]:
+        if "payload" in step:
+            assert deployer.problems(step["endpoint"], step["payload"]) == []
+    return [(step["service"], step["action"], step.get("endpoint"), step.get("payload")) for step in plan["steps"]]
+
+
+def service_steps(service: str, deployed: str, target: str) -> list[tuple[str, str, str | None, Any]]:
+    """Preview (an up dry run at the old tag), the real down, the up, the verification."""
+    only = {"file": LONG, "services": [service]}
+    return [
+        (service, "preview", "POST /compose/up", {"tag": target, **only, "dry_run": True}),
+        (service, "down", "POST /compose/down", {"tag": deployed, **only}),
+        (service, "up", "POST /compose/up", {"tag": target, **only}),
+        (service, "verify", None, None),
+    ]
 
 
 def test_rolling_back_r2_of_the_long_context_file_prints_safe_ordered_steps(
@@ -465,7 +460,16 @@ def test_rolling_back_r2_of_the_long_context_file_prints_safe_ordered_steps(
         ]
     )
 
-    assert capsys.readouterr().out == expected_rollback(commits, world)
+    out = capsys.readouterr().out
+    assert out.startswith(expected_rollback(commits, world))
+    steps = [line for line in out.splitlines() if line[:3].strip().rstrip(".").isdigit()]
+    assert [line.split(":")[0] for line in steps] == [
+        f" 1. preview {R2}",
+        f" 2. down {R2}",
+        f" 3. up {R2}",
+        f" 4. verify {R2}",
+    ]
+    assert "--dry-run" not in out.split(" 2. down")[1].split(" 3. up")[0]
     assert code == 0
 
 
@@ -482,15 +486,7 @@ def test_the_chosen_definition_really_is_the_old_one(
     old = git(world.a, "show", f"{plan['target']['tag']}:{LONG}")
     assert plan["target"]["tag"] == "v0.0.4"
     assert '- --max-running-requests\n      - "24"' in old.split(f"  {R2}:")[1].split("  proxy-glm53:")[0]
-    assert [
-        (step["service"], step["endpoint"], step["payload"]["tag"], step["payload"]["dry_run"])
-        for step in plan["steps"]
-    ] == [
-        (R2, "POST /compose/down", "v0.0.6", True),
-        (R2, "POST /compose/up", "v0.0.4", True),
-        (R2, "POST /compose/down", "v0.0.6", False),
-        (R2, "POST /compose/up", "v0.0.4", False),
-    ]
+    assert steps_of(plan) == service_steps(R2, "v0.0.6", "v0.0.4")
 
 
 def test_rolling_back_r1_goes_back_to_before_its_only_change(
@@ -564,19 +560,7 @@ def test_several_services_are_rolled_back_one_at_a_time_in_the_order_given(
 
     plan = json.loads(capsys.readouterr().out)
     assert (plan["target"]["tag"], plan["changed"]) == ("v0.0.1", [R2, R1])
-    assert [
-        (step["service"], step["endpoint"], step["payload"]["tag"], step["payload"]["dry_run"])
-        for step in plan["steps"]
-    ] == [
-        (R2, "POST /compose/down", "v0.0.2", True),
-        (R2, "POST /compose/up", "v0.0.1", True),
-        (R2, "POST /compose/down", "v0.0.2", False),
-        (R2, "POST /compose/up", "v0.0.1", False),
-        (R1, "POST /compose/down", "v0.0.2", True),
-        (R1, "POST /compose/up", "v0.0.1", True),
-        (R1, "POST /compose/down", "v0.0.2", False),
-        (R1, "POST /compose/up", "v0.0.1", False),
-    ]
+    assert steps_of(plan) == service_steps(R2, "v0.0.2", "v0.0.1") + service_steps(R1, "v0.0.2", "v0.0.1")
 
 
 def test_a_service_behind_a_compose_profile_renders_and_rolls_back(
@@ -590,14 +574,12 @@ def test_a_service_behind_a_compose_profile_renders_and_rolls_back(
 
     plan = json.loads(capsys.readouterr().out)
     assert (plan["deployed"]["tag"], plan["target"]["tag"]) == ("v0.0.6", "v0.0.5")
-    # Every command names the profile; the payload cannot, so each step says so (issue 11).
-    for step in plan["steps"]:
-        assert (
-            f"docker compose {'--dry-run ' if step['payload']['dry_run'] else ''}--profile w4afp8-canary -f"
-            in (step["command"])
-        )
-        assert step["profiles"] == ["w4afp8-canary"]
-        assert "profile" not in step["payload"]
+    # compose-manager passes no --profile: naming the service enables its profile.
+    calls = [step for step in plan["steps"] if "payload" in step]
+    assert [step["action"] for step in calls] == ["preview", "down", "up"]
+    for step in calls:
+        assert "--profile" not in step["command"]
+        assert step["payload"]["services"] == [R2]
 
 
 def test_a_previous_definition_younger_than_the_gate_is_refused_with_when_it_will_be_deployable(
