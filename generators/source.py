@@ -325,7 +325,15 @@ def load_targets(source: Source, path: Path = DEFAULT_TARGETS, *, display: str |
         if not hasattr(spec, "items"):
             r.fail(where, f"target '{name}' must be a mapping")
             continue
-        known_keys = {"tier", "hosts", "project", "profile", "discovery_port", "registrar_environment", "replicas"}
+        known_keys = {
+            "tier",
+            "hosts",
+            "project",
+            "profile",
+            "discovery_port",
+            "registrar_environment",
+            "replicas",
+        }
         for key in spec:
             if key not in known_keys:
                 r.fail(

@@ -147,7 +147,10 @@ def _health(compose: str, name: str, service: Mapping[str, Any]) -> Check:
         wait = healthcheck.get("start_period")
         within = f" (allow its start_period, {wait})" if wait else ""
         return Check(
-            f"healthy{within}", command, f"{name} running healthy", _ps_api(name, "State running, Status (healthy)")
+            f"healthy{within}",
+            command,
+            f"{name} running healthy",
+            _ps_api(name, "State running, Status (healthy)"),
         )
     return Check("running", command, f"{name} running", _ps_api(name, "State running"))
 
@@ -329,12 +332,19 @@ def _engine_kind(service: Mapping[str, Any]) -> str:
 
 
 def served_model(name: str, service: Mapping[str, Any]) -> str:
-    """The model an engine serves: `--served-model-name`, else its model path, else its
-    `model` label, else its own name (an engine whose model nothing names)."""
+    """The model an engine serves: `--served-model-name`, else its model path, else the
+    model word of `vllm serve MODEL`, else its `model` label, else its own name (an
+    engine whose model nothing names)."""
     options = _options(service)
     for flag in ("--served-model-name", "--model-path", "--model"):
         if options.get(flag):
             return options[flag]
+    try:
+        program = split_argv(command_tokens(service.get("command")) or []).program
+    except SpellingError:
+        program = ()
+    if len(program) >= 3 and program[1] == "serve":  # `vllm serve MODEL ...`
+        return program[2]
     labels = _labels(service)
     return labels.get("tierops.otel.model") or labels.get("model") or name
 

@@ -106,6 +106,13 @@ def problems(endpoint: str, body: Mapping[str, Any], contract: Contract | None =
             found.append(f"{endpoint}: {field.name!r} must be a {field.type}, not {type(value).__name__}")
     if body.get("dry_run") is True and body.get("materialize_only") is True:
         found.append(f"{endpoint}: dry_run and materialize_only together (a preview stages nothing)")
+    found += _scoped(endpoint, body, contract)
+    return found
+
+
+def _scoped(endpoint: str, body: Mapping[str, Any], contract: Contract) -> list[str]:
+    """The values compose-manager validates: the project name and the env map."""
+    found: list[str] = []
     project = body.get("project")
     if isinstance(project, str):
         if not re.fullmatch(contract.project_pattern, project):

@@ -155,7 +155,7 @@ class FilePlan:
     rollback: tuple[Stage, ...] = ()
     # Capacity warnings (engines serving through the steps of one host), forward and rollback.
     warnings: tuple[str, ...] = ()
-    placement: Placement = Placement()
+    placement: Placement = field(default_factory=Placement)
     # The engines of each served model on one host, before and after the plan.
     models: tuple[tuple[str, int, int], ...] = ()
     # The one `materialize_only` call before the first stage (and before the rollback).
@@ -193,20 +193,30 @@ class Capacity:
     """Engines serving one model over every host of the plan's files."""
 
     model: str
-    engines: int
+    engines: int  # on the hosts the fleet's data names
     hosts: int
     lowest: int  # the fewest serving at any step, one host at a time
+    # Engines per host of files whose hosts the data does not name (counted once each).
+    unplaced: tuple[tuple[str, int], ...] = ()
 
     def line(self) -> str:
+        total = self.engines + sum(count for _, count in self.unplaced)
         hosts = f"{self.hosts} host{'s' if self.hosts != 1 else ''}"
-        out = self.engines - self.lowest
+        where = f"{self.engines} engine(s) on {hosts}" if self.hosts else ""
+        elsewhere = [f"{count} of {path} (hosts not in the fleet's data)" for path, count in self.unplaced]
         return (
-            f"{self.model}: {self.engines} engine(s) on {hosts}; "
-            f"at most {out} out at a time, {self.lowest} serve"
+            f"{self.model}: {', '.join([part for part in [where] if part] + elsewhere)}; "
+            f"at most {total - self.lowest} out at a time, {self.lowest} serve"
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "engines": self.engines, "hosts": self.hosts, "lowest": self.lowest}
+        return {
+            "model": self.model,
+            "engines": self.engines,
+            "hosts": self.hosts,
+            "lowest": self.lowest,
+            "unplaced": [{"file": path, "engines": count} for path, count in self.unplaced],
+        }
 
 
 @dataclass(frozen=True)
@@ -269,18 +279,24 @@ def _capacity(files: Sequence[FilePlan]) -> tuple[Capacity, ...]:
     """Per served model: the engines on every host of the plan's files, and the fewest
     serving while the plan runs one host at a time."""
     totals: dict[str, list[int]] = {}  # model -> [engines, hosts, most out at once]
+    unplaced: dict[str, list[tuple[str, int]]] = {}
     for file in files:
-        hosts = max(len(file.placement.hosts), 1)
+        hosts = len(file.placement.hosts)
         out = _most_out(file)
         for model, before, _after in file.models:
             entry = totals.setdefault(model, [0, 0, 0])
-            entry[0] += before * hosts
-            entry[1] += hosts
             entry[2] = max(entry[2], out)
-    return tuple(
-        Capacity(model, engines, hosts, max(engines - out, 0))
-        for model, (engines, hosts, out) in sorted(totals.items())
-    )
+            if hosts:
+                entry[0] += before * hosts
+                entry[1] += hosts
+            else:
+                unplaced.setdefault(model, []).append((file.path, before))
+    result = []
+    for model, (engines, hosts, out) in sorted(totals.items()):
+        elsewhere = tuple(unplaced.get(model, ()))
+        total = engines + sum(count for _, count in elsewhere)
+        result.append(Capacity(model, engines, hosts, max(total - out, 0), elsewhere))
+    return tuple(result)
 
 
 def _most_out(file: FilePlan) -> int:
@@ -533,7 +549,9 @@ class _Context:
         engines = [item for item in self.items if item.role is Role.ENGINE]
         canary = _canary(engines)
         stages: list[Stage] = []
-        staged = [item.name for item in self.items if item.status is not Status.REMOVED and _needs_stage(item)]
+        staged = [
+            item.name for item in self.items if item.status is not Status.REMOVED and _needs_stage(item)
+        ]
         self.staging = (
             Step(
                 "0",
@@ -558,8 +576,8 @@ class _Context:
                     "preview",
                     self.old_call(Action.UP, [item.name], Mode.DRY_RUN),
                     now,
-                    expect=f"`plan` event: {item.name} unchanged, nothing created, recreated or removed "
-                    "(this also writes the deployed file back for the down)",
+                    expect=f"`plan` event: unchanged [{item.name}]; nothing else created, recreated or removed "
+                    "(it also writes the deployed file back for the down)",
                 )
                 self._add(steps, label, "down", self.old_call(Action.DOWN, [item.name]), out)
             else:
@@ -623,8 +641,8 @@ class _Context:
                     "preview",
                     self.new_call(Action.UP, [item.name], Mode.DRY_RUN),
                     now,
-                    expect=f"`plan` event: {item.name} unchanged, nothing created, recreated or removed "
-                    "(this also writes the new file back for the down)",
+                    expect=f"`plan` event: unchanged [{item.name}]; nothing else created, recreated or removed "
+                    "(it also writes the new file back for the down)",
                 )
                 self._add(steps, label, "down", self.new_call(Action.DOWN, [item.name]), out)
                 reason = (
@@ -699,7 +717,9 @@ def _needs_stage(item: _Item) -> bool:
     image change, a changed model flag, or a changed one-shot job (the downloader's
     repository and revision are its command)."""
     if item.status is not Status.CHANGED:
-        return item.role in (Role.ENGINE, Role.ONE_SHOT) or bool(item.head.get("image") or item.base.get("image"))
+        return item.role in (Role.ENGINE, Role.ONE_SHOT) or bool(
+            item.head.get("image") or item.base.get("image")
+        )
     for change in item.changes:
         if change.aspect is Aspect.IMAGE:
             return True
@@ -718,12 +738,11 @@ def _flag(change: Change) -> str:
 
 
 def _preview_expect(item: _Item, *, added: bool) -> str:
-    if added:
-        return f"`plan` event: create lists only {item.name}; recreate and remove empty"
-    return (
-        f"`plan` event: recreate lists only {item.name} (or it is unchanged when only a mounted config "
-        "changed: the down and up below recreate it); nothing created or removed"
-    )
+    """What the preview's `plan` event must show. Compose recreates a service whose
+    definition changed; one whose only change is a mounted config's content keeps its
+    config hash and shows unchanged (the down and up recreate it)."""
+    verdict = "create" if added else "recreate" if item.changes else "unchanged"
+    return f"`plan` event: {verdict} [{item.name}]; nothing else created, recreated or removed"
 
 
 def _canary(engines: Sequence[_Item]) -> str | None:

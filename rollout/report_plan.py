@@ -48,7 +48,9 @@ def _summary_line(stage: Stage) -> str:
 
 def _rollback_line(file: FilePlan) -> str:
     parts = [f"{stage.number} {stage.service}" for stage in file.rollback]
-    return "  rollback, in this order (stages already past their down, when a step fails): " + "; ".join(parts)
+    return "  rollback, in this order (stages already past their down, when a step fails): " + "; ".join(
+        parts
+    )
 
 
 def summary_text(plan: Plan) -> list[str]:
@@ -76,7 +78,16 @@ def summary_text(plan: Plan) -> list[str]:
             lines.append(_rollback_line(file))
     if any(step.action == "down" for file in plan.files for stage in file.stages for step in stage.steps):
         lines += ["", f"note: {NO_DOWN_PREVIEW}."]
+    if plan.files:
+        lines.append(f"note: {ONE_AT_A_TIME}.")
     return lines
+
+
+ONE_AT_A_TIME = (
+    "one call at a time per host: compose-manager answers 409 while another runs (GET /status names it); "
+    "a `$` line is the command compose-manager runs for the call, from a checkout of this repository, "
+    "where it also passes --env-file for each of its ENV_FILES"
+)
 
 
 def _call_lines(call: ComposeCall, indent: str, *, commands: bool) -> list[str]:
@@ -95,9 +106,9 @@ def _step_lines(step: Step, *, commands: bool) -> list[str]:
         lines += _call_lines(step.call, pad + "    ", commands=commands)
     for check in step.checks:
         lines.append(f"{pad}    - {check.what}: expect {check.expect}")
-        if check.api:
-            lines.append(f"{pad}      api: {check.api}")
-        if commands or not check.api:
+        if commands:  # the Markdown keeps one line a check: how to read it is in the text
+            if check.api:
+                lines.append(f"{pad}      api: {check.api}")
             lines.append(f"{pad}      $ {check.command}")
     return lines
 
@@ -174,12 +185,17 @@ def render_markdown(plan: Plan, limit: int = PLAN_BUDGET) -> str:
             lines.append(f"- Rollback, in this order: {order}")
         if lines:
             blocks.append("\n".join(lines) + "\n")
-    blocks.append(f"{escape(NO_DOWN_PREVIEW)}. Shell commands: `python -m rollout plan --format text`.\n")
+    blocks.append(
+        f"{escape(NO_DOWN_PREVIEW)}. How to read each check (through compose-manager's API and in a shell), "
+        "and the command compose-manager runs for each call: `python -m rollout plan --format text`.\n"
+    )
     for file in plan.files:
         details = mask_text("\n".join(details_text(file, commands=False))).splitlines()
         if details:
             summary = html.escape(f"{file.label}: calls, checks and rollback")
-            blocks.append(f"<details><summary>{summary}</summary>\n\n{fence(details, 'text')}\n\n</details>\n")
+            blocks.append(
+                f"<details><summary>{summary}</summary>\n\n{fence(details, 'text')}\n\n</details>\n"
+            )
     return fit([mask_text(block) for block in blocks], limit, "plan")
 
 

@@ -231,7 +231,14 @@ def _moved(now: dict[str, object], then: dict[str, object]) -> tuple[Change, ...
     changes: list[Change] = []
     if now.get("image") != then.get("image"):
         changes.append(
-            Change(Aspect.IMAGE, Op.CHANGED, ("image",), "image", now.get("image", ABSENT), then.get("image", ABSENT))
+            Change(
+                Aspect.IMAGE,
+                Op.CHANGED,
+                ("image",),
+                "image",
+                now.get("image", ABSENT),
+                then.get("image", ABSENT),
+            )
         )
     if _variant(now) != _variant(then):
         changes.append(Change(Aspect.LABELS, Op.CHANGED, ("labels", VARIANT_LABEL), VARIANT_LABEL))

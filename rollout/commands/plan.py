@@ -122,7 +122,9 @@ def _deployable(found: release.TagSet, name: str) -> str:
     gate = release.age_gate(None, os.environ)
     if gate.deployable(tag, datetime.now(UTC)):
         return f"deployable now under MIN_TAG_AGE_HOURS={gate.hours}"
-    return f"deployable from {release.format_time(gate.deployable_from(tag))} (MIN_TAG_AGE_HOURS={gate.hours})"
+    return (
+        f"deployable from {release.format_time(gate.deployable_from(tag))} (MIN_TAG_AGE_HOURS={gate.hours})"
+    )
 
 
 def _check_reviewed(
@@ -141,7 +143,9 @@ def _check_reviewed(
         return []
     tag = next((candidate for candidate in found.releases if candidate.name == name), None)
     if tag is None:
-        return [f"{name} does not exist in this clone yet: before deploying, check that it tags the reviewed commit"]
+        return [
+            f"{name} does not exist in this clone yet: before deploying, check that it tags the reviewed commit"
+        ]
     for file in changeset.files:
         if file.error is not None:
             continue

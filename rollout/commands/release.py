@@ -85,9 +85,11 @@ ROLLBACK_DESCRIPTION = """\
 Find the newest release tag older than the deployed one (--from, default the newest
 tag) whose definition of the named services differs, check that it is past the age
 gate, render FILE at that tag with the real `docker compose config` and the dummy
-environment, and print the rollback: per service, one at a time, compose/down with the
-deployed file, then compose/up from the old tag, each call dry_run first, as
-compose-manager payloads and as plain commands. Prints only: it never deploys.
+environment, and print the rollback by the rollout plan's rules, per service, one at a
+time: stage the old image when it differs (compose/up with materialize_only), preview
+(compose/up with dry_run at the old tag), compose/down (it has no dry run: it is never
+previewed), compose/up from the old tag, verify; each call as the body compose-manager
+reads and the command it runs. Prints only: it never deploys.
 """
 
 

@@ -44,7 +44,11 @@ def image_bump(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> dict[str, Any]:
     return plan_of(
-        tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: hand().replace("vllm-openai:v0.11.0", NEW_IMAGE[5:])}
+        tmp_path,
+        monkeypatch,
+        capsys,
+        {HAND: hand()},
+        {HAND: hand().replace("vllm-openai:v0.11.0", NEW_IMAGE[5:])},
     )
 
 
@@ -60,7 +64,9 @@ def test_the_contract_refuses_what_the_server_would_drop_or_refuse() -> None:
     assert deployer.problems(down, {**ok, "force_recreate": False}) == [
         "POST /compose/down: unknown field 'force_recreate' (it is dropped)"
     ]
-    assert deployer.problems(up, {"file": "prod/x.yaml"}) == ["POST /compose/up: required field 'tag' missing"]
+    assert deployer.problems(up, {"file": "prod/x.yaml"}) == [
+        "POST /compose/up: required field 'tag' missing"
+    ]
     assert deployer.problems(up, {**ok, "project": "work"}) == [
         "POST /compose/up: project 'work' is reserved (omit it to use the default)"
     ]
@@ -70,8 +76,12 @@ def test_the_contract_refuses_what_the_server_would_drop_or_refuse() -> None:
     assert deployer.problems(up, {**ok, "dry_run": True, "materialize_only": True}) == [
         "POST /compose/up: dry_run and materialize_only together (a preview stages nothing)"
     ]
-    assert deployer.problems(up, {**ok, "services": "a"}) == ["POST /compose/up: 'services' must be a list, not str"]
-    assert deployer.problems(up, {**ok, "env": {"A-B": "x"}}) == ["POST /compose/up: env name 'A-B' is refused"]
+    assert deployer.problems(up, {**ok, "services": "a"}) == [
+        "POST /compose/up: 'services' must be a list, not str"
+    ]
+    assert deployer.problems(up, {**ok, "env": {"A-B": "x"}}) == [
+        "POST /compose/up: env name 'A-B' is refused"
+    ]
 
 
 def test_a_down_cannot_be_built_as_a_dry_run_or_a_stage() -> None:
@@ -87,12 +97,16 @@ def test_the_command_is_what_compose_manager_runs_for_the_body() -> None:
         " && docker compose -p glm53 -f prod/x.yaml build a b"
     )
     preview = ComposeCall(Action.UP, "v0.0.8", "prod/x.yaml", ("a",), Mode.DRY_RUN)
-    assert preview.command().endswith("docker compose --dry-run -p work -f prod/x.yaml up -d --remove-orphans a")
+    assert preview.command().endswith(
+        "docker compose --dry-run -p work -f prod/x.yaml up -d --remove-orphans a"
+    )
     down = ComposeCall(Action.DOWN, "v0.0.7", "prod/x.yaml", ("a",))
     assert down.command() == "docker compose -p work -f prod/x.yaml down a"  # a down fetches no file
 
 
-def test_an_image_bump_stages_first_previews_every_down_and_verifies_the_image(image_bump: dict[str, Any]) -> None:
+def test_an_image_bump_stages_first_previews_every_down_and_verifies_the_image(
+    image_bump: dict[str, Any],
+) -> None:
     (file,) = image_bump["files"]
     sequence = calls_of(file)
     for _, step in sequence:
@@ -105,10 +119,13 @@ def test_an_image_bump_stages_first_previews_every_down_and_verifies_the_image(i
         actions = [step["action"] for step in stage["steps"]]
         assert "down" not in actions or actions.index("preview") < actions.index("down")
     # The verification proves the new image runs: the variant label would pass with the old.
-    verify = [step for step in file["stages"][0]["steps"] if step["action"] == "verify"][0]
+    verify = next(step for step in file["stages"][0]["steps"] if step["action"] == "verify")
     image = [check for check in verify["checks"] if check["what"] == "it runs the new image"]
     assert [check["expect"] for check in image] == [NEW_IMAGE]
-    assert image[0]["api"] == f"GET /docker/ps: the line whose Names is {file['stages'][0]['service']}: Image is {NEW_IMAGE}"
+    assert (
+        image[0]["api"]
+        == f"GET /docker/ps: the line whose Names is {file['stages'][0]['service']}: Image is {NEW_IMAGE}"
+    )
     # Its rollback stages the old image first.
     assert file["rollback_staging"]["payload"]["tag"] == "<OLD_TAG>"
 
@@ -119,7 +136,12 @@ def test_a_plan_without_image_changes_stages_nothing(
     new = hand().replace("--max-model-len 32768", "--max-model-len 65536")
     (file,) = plan_of(tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: new})["files"]
     assert (file["staging"], file["rollback_staging"]) == (None, None)
-    checks = [check["what"] for stage in file["stages"] for step in stage["steps"] for check in step.get("checks", ())]
+    checks = [
+        check["what"]
+        for stage in file["stages"]
+        for step in stage["steps"]
+        for check in step.get("checks", ())
+    ]
     assert "it runs the new image" not in checks
 
 

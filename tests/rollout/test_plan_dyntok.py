@@ -197,7 +197,16 @@ def test_the_text_plan_opens_with_one_screen_then_the_calls(
         f"R2 {R1}; R3 {R2}",
     ]
     assert "capacity z-ai/glm-5.3-flash: 2 engine(s) on 1 host; at most 1 out at a time, 1 serve" in summary
-    assert len(lines[: lines.index(f"{LONG}: the calls, in order, on each host on gpu02 (compose-manager's default project)")]) <= 24
+    assert (
+        len(
+            lines[
+                : lines.index(
+                    f"{LONG}: the calls, in order, on each host on gpu02 (compose-manager's default project)"
+                )
+            ]
+        )
+        <= 24
+    )
     at = lines.index("     1.3 up:")
     assert lines[at + 1] == (
         f'         POST /compose/up {{"tag": "v0.0.8", "file": "{LONG}", "services": ["{R2}"]}}'

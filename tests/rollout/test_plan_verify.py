@@ -57,7 +57,9 @@ def test_every_changed_flag_gets_its_server_args_check(
             "'dynamic_batch_tokenizer_batch_size': 64",
         ),
     }
-    read = f"docker compose -p work -f {LONG} logs --no-log-prefix {R1} 2>&1 | grep -m1 server_args | grep -o "
+    read = (
+        f"docker compose -p work -f {LONG} logs --no-log-prefix {R1} 2>&1 | grep -m1 server_args | grep -o "
+    )
     by_key = {c["expect"].split("'")[1]: c["command"] for c in checks}
     assert by_key["watchdog_timeout"] == read + "\"'watchdog_timeout': [^,})]*\""
 

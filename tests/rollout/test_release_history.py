@@ -426,7 +426,9 @@ def steps_of(plan: dict[str, Any]) -> list[tuple[str, str, str | None, dict[str,
     for step in plan["steps"]:
         if "payload" in step:
             assert deployer.problems(step["endpoint"], step["payload"]) == []
-    return [(step["service"], step["action"], step.get("endpoint"), step.get("payload")) for step in plan["steps"]]
+    return [
+        (step["service"], step["action"], step.get("endpoint"), step.get("payload")) for step in plan["steps"]
+    ]
 
 
 def service_steps(service: str, deployed: str, target: str) -> list[tuple[str, str, str | None, Any]]:
