@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tierops.errors import InputError
 from tierops.yamlload import LoadError, load_path
@@ -134,5 +134,8 @@ def _is_a(value: Any, kind: str) -> bool:
     if kind == "int" and isinstance(value, bool):
         return False
     if kind in ("list", "map"):
-        return isinstance(value, types) and all(isinstance(item, str) for item in value)
+        # serde reads a list of strings and a map of strings: anything else is a 422.
+        return isinstance(value, types) and all(
+            isinstance(item, str) for item in cast("Iterable[Any]", value)
+        )
     return isinstance(value, types)

@@ -1,9 +1,10 @@
 """Where each prod file runs: its hosts and compose-manager project, from the fleet's data.
 
 The generators' targets files (`generators/*.targets.yaml`) name, per prod file stem,
-the hosts that run it (`hosts`, in rollout order: the first is the canary host) and,
-when the hosts run it under a compose project of their own, that project (`project`;
-absent: compose-manager's default project). The plan reads them from the same side
+the hosts that run it (`hosts`, in rollout order: the first is the canary host), when
+the hosts run it under a compose project of their own, that project (`project`;
+absent: compose-manager's default project), and the variables compose-manager's env
+files set on every one of those hosts (`host_variables`). The plan reads them from the same side
 of the comparison as the files it plans, so a change that moves a file to other hosts
 is planned on the hosts it will run on.
 """
@@ -30,6 +31,8 @@ class Placement:
     note: str = ""
     project: str | None = None
     source: str = ""  # the data file it came from
+    # Variables compose-manager's env files set on every host of the file.
+    host_variables: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         if self.hosts:
@@ -63,4 +66,6 @@ def _placement(target: Mapping[str, Any], source: str) -> Placement:
     hosts = tuple(word for word in words if _HOST.fullmatch(word))
     others = [word for word in words if not _HOST.fullmatch(word)]
     project = target.get("project")
-    return Placement(hosts, "; ".join(others), str(project) if project else None, source)
+    declared = target.get("host_variables") or ()
+    names = frozenset(str(name) for name in declared) if isinstance(declared, list) else frozenset()
+    return Placement(hosts, "; ".join(others), str(project) if project else None, source, names)

@@ -49,6 +49,7 @@ from rollout.checks import Check, checks_for, replica_number, rollout_order, ser
 from rollout.fleet import Placement
 from rollout.roles import INTERRUPTS_TRAFFIC, Role, gpu_device_ids
 from rollout.steps import Action, ComposeCall, Mode
+from rollout.variables import Variable, new_variables
 
 NEW_TAG = "<NEW_TAG>"
 OLD_TAG = "<OLD_TAG>"
@@ -161,6 +162,8 @@ class FilePlan:
     # The one `materialize_only` call before the first stage (and before the rollback).
     staging: Step | None = None
     rollback_staging: Step | None = None
+    # Variables the new definition reads that the old did not: every host needs them first.
+    variables: tuple[Variable, ...] = ()
 
     @property
     def label(self) -> str:
@@ -178,6 +181,7 @@ class FilePlan:
         if self.placement.source:
             out["hosts_from"] = self.placement.source
         out["project"] = self.placement.project
+        out["variables"] = [variable.to_json() for variable in self.variables]
         out["staging"] = self.staging.to_json() if self.staging else None
         out["stages"] = [stage.to_json() for stage in self.stages]
         out["untouched"] = list(self.untouched)
@@ -391,6 +395,7 @@ def plan_file(
         models=_models(base_services, head_services, file),
         staging=context.staging,
         rollback_staging=context.rollback_staging,
+        variables=new_variables(base, head, placement.host_variables) if head else (),
     )
 
 

@@ -70,6 +70,10 @@ def summary_text(plan: Plan) -> list[str]:
             staged = ", ".join(file.staging.call.services)
             lines.append(f"    0  stage (pull, start nothing): {staged}")
         lines += [_summary_line(stage) for stage in file.stages]
+        if file.variables:
+            lines.append(
+                f"  {NEW_VARIABLES}: {', '.join(variable.describe() for variable in file.variables)}"
+            )
         if file.untouched:
             lines.append(f"  untouched: {', '.join(file.untouched)}")
         lines += [f"  note: {note}" for note in file.notes]
@@ -83,6 +87,7 @@ def summary_text(plan: Plan) -> list[str]:
     return lines
 
 
+NEW_VARIABLES = "new host variables, set in compose-manager's env files on every host before the first up"
 ONE_AT_A_TIME = (
     "one call at a time per host: compose-manager answers 409 while another runs (GET /status names it); "
     "a `$` line is the command compose-manager runs for the call, from a checkout of this repository, "
@@ -176,6 +181,9 @@ def render_markdown(plan: Plan, limit: int = PLAN_BUDGET) -> str:
         blocks.append(f"#### {code(file.label)} {escape(_where(file))}\n")
         blocks.append(_table(file))
         lines = []
+        if file.variables:
+            described = ", ".join(escape(variable.describe()) for variable in file.variables)
+            lines.append(f"- **{escape(NEW_VARIABLES)}**: {described}")
         if file.untouched:
             lines.append(f"- Untouched: {', '.join(code(name) for name in file.untouched)}")
         lines += [f"- {escape(note)}" for note in file.notes]

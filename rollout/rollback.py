@@ -152,12 +152,12 @@ def plan_rollback(
     unchanged = tuple(name for name in wanted if name not in changed)
     rendered_with = render_at(repo, target, file, changed, compose) if compose else "not rendered"
 
-    now = _services(repo, deployed, file)
-    then = _services(repo, target, file)
-    roles = roles_of({"services": dict(then)}) if then else {}
+    running = _services(repo, deployed, file)
+    previous = _services(repo, target, file)
+    roles = roles_of({"services": dict(previous)}) if previous else {}
     steps: list[Step] = []
     for name in changed:
-        old_def, new_def = then.get(name, {}), now.get(name, {})
+        old_def, new_def = previous.get(name, {}), running.get(name, {})
         moved = _moved(new_def, old_def)
         role = roles.get(name, Role.OTHER)
         if any(change.aspect is Aspect.IMAGE for change in moved) or (

@@ -24,7 +24,7 @@ from rollout.commands.diff import add_selection_arguments, load_sides
 from rollout.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
 from rollout.forms import load_documents
 from rollout.masking import write_masked
-from rollout.plan import NEW_TAG, OLD_TAG, Tags, build_plan
+from rollout.plan import NEW_TAG, OLD_TAG, Plan, Tags, build_plan
 from rollout.report_plan import RENDERERS
 from rollout.snapshot import Snapshot
 from tierops.errors import InputError, RefusedError, UsageError
@@ -162,6 +162,23 @@ def _check_reviewed(
     return []
 
 
+def refuse_bare_variables(plan: Plan) -> None:
+    """A new `${VAR}` without a default or `?`: Compose starts the service with it empty
+    on any host that lacks it, and nothing fails. Refused until the file guards it or
+    the fleet's data says every host sets it."""
+    for file in plan.files:
+        for variable in file.variables:
+            if variable.unguarded:
+                readers = ", ".join(name for name in variable.services if name) or "a top-level section"
+                raise RefusedError(
+                    f"{file.label}: new variable ${{{variable.name}}} has no default and no `?`: "
+                    f"Compose starts {readers} with it empty on a host that does not set it",
+                    hint=f"write ${{{variable.name}:?set on every host}} or ${{{variable.name}:-DEFAULT}}, or list "
+                    f"{variable.name} under host_variables of the file's target (generators/*.targets.yaml) "
+                    "once every host's compose-manager sets it",
+                )
+
+
 def fleet_placements(repo: Path, head: Snapshot) -> dict[str, Placement]:
     """Hosts and project per prod file stem, from the fleet's data on the head side."""
     commit = head.side.commit
@@ -246,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
         return bases.get((file.old_path or file.path, file.document))
 
     plan = build_plan(changeset, head, tags, base, fleet_placements(repo, head_side))
+    refuse_bare_variables(plan)
     sys.stdout.write(RENDERERS[args.format](plan))
     if args.markdown_to is not None:
         write_masked(args.markdown_to, RENDERERS["markdown"](plan))

@@ -38,7 +38,9 @@ def test_the_plan_runs_on_the_hosts_and_project_the_fleet_data_names(
                 assert deployer.problems(step["endpoint"], step["payload"]) == []
                 assert " -p team-a -f " in step["command"]
             for check in step.get("checks", ()):
-                assert "docker compose -p team-a" in check["command"] or "docker compose" not in check["command"]
+                assert (
+                    "docker compose -p team-a" in check["command"] or "docker compose" not in check["command"]
+                )
     # Two engines a host, two hosts, one engine out at a time over the whole plan.
     (capacity,) = plan["capacity"]
     assert (capacity["engines"], capacity["hosts"], capacity["lowest"]) == (4, 2, 3)
@@ -53,7 +55,9 @@ def test_a_placement_that_names_no_host_is_said_as_written(
     write(repo, {HAND: new})
     code, out, _ = run_cli(monkeypatch, capsys, repo, ["plan"])
     assert code == 0
-    assert f"{HAND} on any base host (compose-manager's default project; the fleet's data names no host)" in out
+    assert (
+        f"{HAND} on any base host (compose-manager's default project; the fleet's data names no host)" in out
+    )
     code, out, _ = run_cli(monkeypatch, capsys, repo, ["plan", "--format", "json"])
     file = json.loads(out)["files"][0]
     assert (file["hosts"], file["hosts_note"], file["project"]) == ([], "any base host", None)
@@ -106,3 +110,51 @@ def test_an_image_bump_over_three_files_reads_on_one_screen_and_fits_a_comment(
     assert len(markdown.encode()) < 24 * 1024
     assert "Truncated" not in markdown
     assert markdown.index("<details>") > markdown.index("Rollback, in this order")
+
+
+RATE = "      BACKENDS: http://vllm-a:8000,http://vllm-b:8000\n"
+
+
+def with_rate(reference: str) -> str:
+    return hand().replace(RATE, RATE + f"      RATE_LIMIT: {reference}\n")
+
+
+def test_a_new_variable_is_listed_with_what_a_host_without_it_gets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: hand()}, {HAND: with_rate('"${PROXY_RPS:-50}"')})
+    (variable,) = plan["files"][0]["variables"]
+    assert variable == {
+        "name": "PROXY_RPS",
+        "kinds": ["default"],
+        "default": "50",
+        "services": ["router"],
+        "declared": False,
+    }
+    (tmp_path / "text").mkdir()
+    repo = new_repo(tmp_path / "text", {HAND: hand()})
+    write(repo, {HAND: with_rate('"${PROXY_RPS:?set it on every host}"')})
+    code, out, _ = run_cli(monkeypatch, capsys, repo, ["plan"])
+    assert code == 0
+    assert (
+        "  new host variables, set in compose-manager's env files on every host before the first up: "
+        "PROXY_RPS (required: the up fails on a host without it)"
+    ) in out.splitlines()
+
+
+def test_a_new_bare_variable_is_refused_unless_the_fleet_data_says_every_host_sets_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = new_repo(tmp_path, {HAND: hand()})
+    write(repo, {HAND: with_rate("${PROXY_RPS}")})
+    code, out, err = run_cli(monkeypatch, capsys, repo, ["plan"])
+    assert (code, out) == (2, "")
+    assert err.startswith(
+        f"{HAND}: new variable ${{PROXY_RPS}} has no default and no `?`: Compose starts router with it empty "
+        "on a host that does not set it; write ${PROXY_RPS:?set on every host}"
+    )
+    assert len(err.splitlines()) == 1
+    write(repo, {TARGETS: targets(hand="  hosts: [h1]\n  host_variables: [PROXY_RPS]\n")})
+    code, out, err = run_cli(monkeypatch, capsys, repo, ["plan"])
+    assert (code, err) == (0, "")
+    assert "PROXY_RPS (set on every host (fleet data))" in out
