@@ -46,11 +46,17 @@ class Check:
     command: str  # on the host, in a shell
     expect: str
     api: str = ""  # the same reading through compose-manager's API, when it has one
+    # What `rollout apply` reads: running, healthy, image, label, job (through GET
+    # /docker/ps), server_args (POST /compose/logs); shell and promql are the operator's.
+    kind: str = "shell"
+    key: str = ""  # the label key (label), the server_args text (server_args)
 
     def to_json(self) -> dict[str, str]:
-        out = {"what": self.what, "command": self.command, "expect": self.expect}
+        out = {"what": self.what, "command": self.command, "expect": self.expect, "kind": self.kind}
         if self.api:
             out["api"] = self.api
+        if self.key:
+            out["key"] = self.key
         return out
 
 
@@ -107,6 +113,7 @@ def checks_for(
                 "every scrape job reports, with its labels (PromQL)",
                 f'count by (job, config_variant) (up{{deployment="{deployment}"}} == 1)',
                 "one series per scrape job; engines with their new config_variant",
+                kind="promql",
             )
         )
     elif role == Role.DCGM:
@@ -120,6 +127,7 @@ def checks_for(
                 "GPU metrics arrive (PromQL)",
                 f'count(DCGM_FI_DEV_GPU_UTIL{{deployment="{deployment}"}})',
                 f"{len(gpus)} (one series per GPU)" if gpus else "one series per GPU",
+                kind="promql",
             )
         )
     elif role == Role.ONE_SHOT:
@@ -127,6 +135,7 @@ def checks_for(
             "the job ran to completion",
             f"{compose} ps -a --format '{{{{.Service}}}} {{{{.State}}}} {{{{.ExitCode}}}}' {shlex.quote(name)}",
             f"{name} exited 0",
+            kind="job",
         )
     elif role == Role.PROXY:
         checks.append(
@@ -151,8 +160,9 @@ def _health(compose: str, name: str, service: Mapping[str, Any]) -> Check:
             command,
             f"{name} running healthy",
             _ps_api(name, "State running, Status (healthy)"),
+            kind="healthy",
         )
-    return Check("running", command, f"{name} running", _ps_api(name, "State running"))
+    return Check("running", command, f"{name} running", _ps_api(name, "State running"), kind="running")
 
 
 def _image(compose: str, name: str, service: Mapping[str, Any], changes: Sequence[Change]) -> list[Check]:
@@ -167,6 +177,7 @@ def _image(compose: str, name: str, service: Mapping[str, Any], changes: Sequenc
             f"docker inspect -f '{{{{.Config.Image}}}}' $({compose} ps -q {shlex.quote(name)})",
             image,
             _ps_api(name, f"Image is {image}"),
+            kind="image",
         )
     ]
 
@@ -212,6 +223,8 @@ def _engine(
                 f"docker inspect -f {shlex.quote(label)} $({compose} ps -q {shlex.quote(name)})",
                 variant,
                 _ps_api(name, f"Labels hold {VARIANT_LABEL}={variant}"),
+                kind="label",
+                key=VARIANT_LABEL,
             )
         )
         metric = "vllm:num_requests_running" if "vllm" in _engine_kind(service) else "sglang_num_running_reqs"
@@ -220,6 +233,7 @@ def _engine(
                 "its config_variant is seen in metrics (PromQL; the scrape label follows the collector step)",
                 f'count by (container_name, config_variant) ({metric}{{container_name="{name}"}})',
                 f'config_variant="{variant}"',
+                kind="promql",
             )
         )
     return checks
@@ -275,7 +289,15 @@ def flag_checks(
         pattern = f'"{pattern}"' if re.fullmatch(r"\w+", key) else shlex.quote(pattern)
         body = json.dumps({"file": file, "services": [name], "tail": 100000}) if file else ""
         api = f"POST /compose/logs {body}: the first server_args line" if body else ""
-        checks.append(Check(f"startup server_args: {what}", f"{read} | grep -o {pattern}", expect, api))
+        checks.append(
+            Check(
+                f"startup server_args: {what}",
+                f"{read} | grep -o {pattern}",
+                expect,
+                api,
+                kind="server_args" if api else "shell",
+            )
+        )
     return checks
 
 

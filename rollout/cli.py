@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "diff": "rollout.commands.diff",
     "plan": "rollout.commands.plan",
     "release": "rollout.commands.release",
+    "apply": "rollout.commands.apply",
 }
 
 

@@ -96,6 +96,8 @@ class Step:
     checks: tuple[Check, ...] = ()
     # Engines of this host serving while this step runs (None when the file has no engine).
     engines_serving: int | None = None
+    # A preview's verdict for its service in the `plan` event: create, recreate, unchanged.
+    verdict: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"number": self.number, "action": self.action}
@@ -103,6 +105,8 @@ class Step:
             out.update(self.call.to_json())
         if self.expect:
             out["expect"] = self.expect
+        if self.verdict:
+            out["verdict"] = self.verdict
         if self.checks:
             out["checks"] = [check.to_json() for check in self.checks]
         if self.engines_serving is not None:
@@ -583,6 +587,7 @@ class _Context:
                     now,
                     expect=f"`plan` event: unchanged [{item.name}]; nothing else created, recreated or removed "
                     "(it also writes the deployed file back for the down)",
+                    verdict="unchanged",
                 )
                 self._add(steps, label, "down", self.old_call(Action.DOWN, [item.name]), out)
             else:
@@ -593,6 +598,7 @@ class _Context:
                     self.new_call(Action.UP, [item.name], Mode.DRY_RUN),
                     now,
                     expect=_preview_expect(item, added=item.status is Status.ADDED),
+                    verdict=_verdict(item, added=item.status is Status.ADDED),
                 )
                 if item.status is not Status.ADDED:
                     self._add(steps, label, "down", self.old_call(Action.DOWN, [item.name]), out)
@@ -648,6 +654,7 @@ class _Context:
                     now,
                     expect=f"`plan` event: unchanged [{item.name}]; nothing else created, recreated or removed "
                     "(it also writes the new file back for the down)",
+                    verdict="unchanged",
                 )
                 self._add(steps, label, "down", self.new_call(Action.DOWN, [item.name]), out)
                 reason = (
@@ -662,6 +669,7 @@ class _Context:
                     self.old_call(Action.UP, [item.name], Mode.DRY_RUN),
                     now,
                     expect=_preview_expect(item, added=item.status is Status.REMOVED),
+                    verdict=_verdict(item, added=item.status is Status.REMOVED),
                 )
                 if item.status is Status.CHANGED:
                     self._add(steps, label, "down", self.new_call(Action.DOWN, [item.name]), out)
@@ -742,12 +750,17 @@ def _flag(change: Change) -> str:
     return ""
 
 
-def _preview_expect(item: _Item, *, added: bool) -> str:
-    """What the preview's `plan` event must show. Compose recreates a service whose
+def _verdict(item: _Item, *, added: bool) -> str:
+    """The preview's verdict for the service. Compose recreates a service whose
     definition changed; one whose only change is a mounted config's content keeps its
-    config hash and shows unchanged (the down and up recreate it)."""
-    verdict = "create" if added else "recreate" if item.changes else "unchanged"
-    return f"`plan` event: {verdict} [{item.name}]; nothing else created, recreated or removed"
+    config hash and shows unchanged (the down and up after it recreate it)."""
+    if added:
+        return "create"
+    return "recreate" if item.changes else "unchanged"
+
+
+def _preview_expect(item: _Item, *, added: bool) -> str:
+    return f"`plan` event: {_verdict(item, added=added)} [{item.name}]; nothing else created, recreated or removed"
 
 
 def _canary(engines: Sequence[_Item]) -> str | None:

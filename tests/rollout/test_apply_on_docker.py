@@ -1,0 +1,238 @@
+"""`rollout apply` through a local compose-manager, on a real Docker daemon.
+
+The local compose-manager (`rollout/local_manager.py`) keeps compose-manager's contract
+and runs the same `docker compose` commands, with files fetched from a git repository
+instead of GitHub. Here a stack is deployed at one release tag through its API, a plan
+to the next tag is applied, a change whose verification cannot pass is rolled back, a
+busy host is refused, and an applied plan run again does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rollout import deployer, release
+from rollout.cli import main
+from rollout.deploy import Host, preview_mismatch
+from rollout.local_manager import Manager, parse_plan, serve
+from tests.dockerkit import IMAGE, Docker, daemon
+from tests.rollout.diffkit import commit, git, new_repo, run_cli
+
+FILE = "prod/stack.yaml"
+TOKEN = "test-token-" + "x" * 8
+
+
+def service(command: str = "3600", extra: str = "") -> str:
+    return f'    image: {IMAGE}\n    pull_policy: never\n    stop_grace_period: 1s\n    command: [sleep, "{command}"]\n{extra}'
+
+
+HEALTHY = "    healthcheck: {test: [CMD, 'true'], interval: 1s, timeout: 1s, retries: 1}\n"
+SICK = "    healthcheck: {test: [CMD, 'false'], interval: 1s, timeout: 1s, retries: 1}\n"
+
+
+def stack(a: str, b: str) -> str:
+    return f"name: fixture\nservices:\n  api-a:\n{a}  api-b:\n{b}"
+
+
+def release_tag(repo: Path, name: str, commit_id: str) -> None:
+    record = release.record_for_commit(repo, commit_id, release.VERIFY_SKIPPED)
+    git(repo, "tag", "-a", name, "-m", release.format_message(name, record), commit_id)
+
+
+def running(docker: Docker, project: str) -> dict[str, str]:
+    out = docker.run(["ps", "--filter", f"label=com.docker.compose.project={project}", "--format", "json"])
+    rows = [json.loads(line) for line in out.splitlines()]
+    return {
+        dict(item.split("=", 1) for item in row["Labels"].split(",") if "=" in item)[
+            "com.docker.compose.service"
+        ]: row["Command"]
+        for row in rows
+    }
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    docker = daemon()
+    project = f"tierops-test-{secrets.token_hex(4)}"
+    work = tmp_path / "work"
+    work.mkdir()
+    targets = f"stack:\n  hosts: [local]\n  project: {project}\n"
+    repo = new_repo(
+        tmp_path, {FILE: stack(service(extra=HEALTHY), service()), "generators/fleet.targets.yaml": targets}
+    )
+    # The test repositories' commits are dated weeks back: compose-manager's default gate passes.
+    manager = Manager(repo, work, TOKEN, environ=docker.env)
+    server = serve(manager)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    endpoints = tmp_path / "endpoints.yaml"
+    endpoints.write_text(f"local: {url}\n", encoding="utf-8")
+    try:
+        yield {
+            "docker": docker,
+            "project": project,
+            "repo": repo,
+            "manager": manager,
+            "url": url,
+            "endpoints": endpoints,
+        }
+    finally:
+        server.shutdown()
+        server.server_close()
+        ids = docker.run(["ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"]).split()
+        if ids:
+            docker.run(["rm", "-f", *ids], check=False)
+        docker.run(["network", "rm", f"{project}_default"], check=False)
+
+
+def deploy(world: dict[str, Any], tag: str) -> None:
+    host = Host("local", world["url"], TOKEN)
+    events = list(host.stream(deployer.UP, {"tag": tag, "file": FILE, "project": world["project"]}))
+    assert events[-1] == {"event": "done", "success": True, "exit_code": 0}, events
+
+
+def plan_to(
+    world: dict[str, Any], head_text: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Path:
+    repo = world["repo"]
+    release_tag(repo, "v0.0.1", git(repo, "rev-parse", "HEAD"))
+    head = commit(repo, {FILE: head_text}, "change")
+    release_tag(repo, "v0.0.2", head)
+    code, out, err = run_cli(
+        monkeypatch,
+        capsys,
+        repo,
+        [
+            "plan",
+            "--base",
+            "v0.0.1",
+            "--head",
+            "v0.0.2",
+            "--tag",
+            "v0.0.2",
+            "--base-tag",
+            "v0.0.1",
+            "--format",
+            "json",
+        ],
+    )
+    assert (code, err) == (0, ""), err
+    path = repo.parent / "plan.json"
+    path.write_text(out, encoding="utf-8")
+    return path
+
+
+def apply(
+    world: dict[str, Any], plan: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, str, str]:
+    code = main(["apply", str(plan), "--endpoints", str(world["endpoints"]), "--wait", "20", *extra])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_plan_is_applied_host_by_host_and_a_second_run_resumes_with_nothing_left(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
+    deploy(world, "HEAD")
+    before = running(world["docker"], world["project"])
+    assert set(before) == {"api-a", "api-b"}
+    plan = plan_to(world, stack(service("3601", HEALTHY), service()), monkeypatch, capsys)
+    code, out, err = apply(world, plan, capsys)
+    assert (code, err) == (0, ""), out + err
+    assert "  1.4 verify api-a" in out and "      ok: healthy" in out
+    assert TOKEN not in out
+    after = running(world["docker"], world["project"])
+    assert after["api-a"] != before["api-a"] and after["api-b"] == before["api-b"]
+    version = Host("local", world["url"], TOKEN).get("/version")
+    assert version["projects"][world["project"]]["current"]["tag"] == "v0.0.2"
+    # The journal holds every step: a second run sends nothing.
+    code, out, err = apply(world, plan, capsys)
+    assert (code, err) == (0, "")
+    assert "POST" not in out and "preview" not in out
+
+
+def test_a_verification_that_fails_is_rolled_back(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
+    deploy(world, "HEAD")
+    before = running(world["docker"], world["project"])
+    plan = plan_to(world, stack(service("3602", SICK), service()), monkeypatch, capsys)
+    code, out, _ = apply(world, plan, capsys, "--rollback-on-failure")
+    assert code == 1
+    assert "FAILED 1.4 verify api-a: healthy: expected api-a running healthy" in out
+    assert "rolling back what ran, in the rollback's order" in out
+    assert running(world["docker"], world["project"]) == before
+
+
+def test_without_the_option_the_rollback_is_printed_not_sent(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
+    deploy(world, "HEAD")
+    plan = plan_to(world, stack(service("3602", SICK), service()), monkeypatch, capsys)
+    code, out, _ = apply(world, plan, capsys)
+    assert code == 1
+    assert "to undo what ran, send these calls in order" in out
+    assert '  R1.2 POST /compose/down {"tag": "v0.0.2"' in out
+    assert running(world["docker"], world["project"])["api-a"].endswith('3602"')
+
+
+def test_a_busy_host_is_refused_before_any_call(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
+    plan = plan_to(world, stack(service("3601", HEALTHY), service()), monkeypatch, capsys)
+    manager: Manager = world["manager"]
+    with manager.lock:
+        manager.in_flight = {"action": "compose_up"}
+        code, out, err = apply(world, plan, capsys)
+        manager.in_flight = None
+    assert (code, out) == (2, "")
+    assert err.startswith("local: compose-manager runs compose_up now; apply starts only on an idle host")
+
+
+def test_the_local_manager_keeps_the_contract_rules(world: dict[str, Any]) -> None:
+    host = Host("local", world["url"], TOKEN)
+    manager: Manager = world["manager"]
+    # A down with dry_run is a real down: the field is dropped, as serde drops it.
+    deploy(world, "HEAD")
+    events = list(
+        host.stream(
+            deployer.DOWN, {"tag": "HEAD", "file": FILE, "project": world["project"], "dry_run": True}
+        )
+    )
+    assert events[-1]["success"] is True
+    assert running(world["docker"], world["project"]) == {}
+    # The age gate on the tag's commit date, the reserved project, a wrong token.
+    manager.min_tag_age_hours = 24 * 3650
+    with pytest.raises(Exception, match="tag too recent"):
+        list(host.stream(deployer.UP, {"tag": "HEAD", "file": FILE}))
+    manager.min_tag_age_hours = 48
+    with pytest.raises(Exception, match="reserved"):
+        list(host.stream(deployer.UP, {"tag": "HEAD", "file": FILE, "project": "work"}))
+    with pytest.raises(Exception, match="HTTP 401"):
+        Host("local", world["url"], "wrong").get("/status")
+
+
+def test_the_dry_run_verdict_is_read_as_compose_manager_reads_it() -> None:
+    lines = [
+        " DRY-RUN MODE -  Container p-api-a-1  Recreate",
+        " DRY-RUN MODE -  Container p-api-a-1  Recreated",
+        " DRY-RUN MODE -  Container 0123abcd_p-api-a-1  Started",
+        " DRY-RUN MODE -  Container p-api-b-1  Running",
+    ]
+    plan = parse_plan(lines)
+    assert plan["recreate"] == ["Container p-api-a-1"]
+    assert preview_mismatch(plan, "p", "api-a", "recreate") == ""
+    assert preview_mismatch(plan, "p", "api-b", "recreate").startswith("api-b is not under recreate")
+    assert (
+        preview_mismatch(plan, "p", "api-b", "unchanged")
+        == "it would also create or recreate Container p-api-a-1"
+    )
