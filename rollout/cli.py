@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "plan": "rollout.commands.plan",
     "release": "rollout.commands.release",
     "apply": "rollout.commands.apply",
+    "status": "rollout.commands.status",
 }
 
 

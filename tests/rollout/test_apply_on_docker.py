@@ -26,6 +26,7 @@ from tests.rollout.diffkit import commit, git, new_repo, run_cli
 
 FILE = "prod/stack.yaml"
 TOKEN = "test-token-" + "x" * 8
+NEXT_IMAGE = IMAGE.replace(":1", ":2")
 
 
 def service(command: str = "3600", extra: str = "") -> str:
@@ -236,3 +237,59 @@ def test_the_dry_run_verdict_is_read_as_compose_manager_reads_it() -> None:
         preview_mismatch(plan, "p", "api-b", "unchanged")
         == "it would also create or recreate Container p-api-a-1"
     )
+
+
+def status_of(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    code, out, err = run_cli(
+        monkeypatch, capsys, world["repo"], ["status", "--endpoints", str(world["endpoints"])]
+    )
+    assert err == ""
+    return code, out
+
+
+def test_status_reports_an_older_tag_a_stopped_container_a_swapped_image_and_an_orphan(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
+    docker: Docker = world["docker"]
+    project = world["project"]
+    plan = plan_to(world, stack(service("3601", HEALTHY), service()), monkeypatch, capsys)
+    deploy(world, "v0.0.1")
+    code, out = status_of(world, monkeypatch, capsys)
+    assert (code, out) == (
+        1,
+        f"DRIFT local [{project}] {FILE}: deployed v0.0.1; the newest release with this file is v0.0.2\n",
+    )
+    assert apply(world, plan, capsys)[0] == 0
+    code, out = status_of(world, monkeypatch, capsys)
+    assert (code, out) == (0, f"local [{project}] {FILE}: in sync at v0.0.2\n")
+    # By hand, behind compose-manager's back: one container stopped, one image swapped,
+    # one container the file does not define.
+    work: Path = world["manager"].work_dir
+    docker.run(["stop", "-t", "1", f"{project}-api-a-1"])
+    swapped = work / "swapped.yaml"
+    swapped.write_text((work / FILE).read_text(encoding="utf-8").replace(IMAGE, NEXT_IMAGE), encoding="utf-8")
+    docker.run(["tag", IMAGE, NEXT_IMAGE])
+    docker.run(["compose", "-p", project, "-f", str(swapped), "up", "-d", "api-b"], cwd=work)
+    docker.run(
+        [
+            "run",
+            "-d",
+            "--label",
+            f"com.docker.compose.project={project}",
+            "--label",
+            "com.docker.compose.service=stray",
+            IMAGE,
+            "sleep",
+            "3600",
+        ]
+    )
+    code, out = status_of(world, monkeypatch, capsys)
+    assert code == 1
+    assert out.splitlines() == [
+        f"DRIFT local [{project}] {FILE} api-a: not running",
+        f"DRIFT local [{project}] {FILE} api-b: runs {NEXT_IMAGE}, its definition at v0.0.2 says {IMAGE}",
+        f"DRIFT local [{project}] {FILE} stray: runs, but {FILE} at v0.0.2 does not define it (an orphan)",
+    ]
