@@ -83,18 +83,7 @@ def resolve_tags(
     for option, value in (("--tag", tag), ("--base-tag", base_tag)):
         if value is not None:
             _require_release_name(found, option, value)
-    if tag is not None and base_tag is not None:
-        new_number, old_number = release.tag_number(tag), release.tag_number(base_tag)
-        if new_number is not None and old_number is not None and new_number <= old_number:
-            raise RefusedError(
-                f"--tag {tag} is not newer than the deployed --base-tag {base_tag}: a plan only moves forward",
-                hint="to go back to an older release use `python -m rollout release rollback`",
-            )
     notes: list[str] = []
-    if sides is not None:
-        base_side, head_side = sides
-        notes += _check_reviewed(repo, found, changeset, "--tag", tag, head_side, old=False)
-        notes += _check_reviewed(repo, found, changeset, "--base-tag", base_tag, base_side, old=True)
     new = tag or _tag_of(found, changeset.head.commit)
     if new is None:
         new = NEW_TAG
@@ -110,6 +99,17 @@ def resolve_tags(
             f"{OLD_TAG}: the tag deployed now; the base ({changeset.base.describe()}) carries no release tag"
             f"{_ignored_at(found, changeset.base.commit)}. Substitute it, or pass --base-tag"
         )
+    new_number, old_number = release.tag_number(new), release.tag_number(old)
+    if new_number is not None and old_number is not None and new_number <= old_number:
+        given = "--base-tag" if base_tag else "the base's release tag"
+        raise RefusedError(
+            f"--tag {new} is not newer than the deployed {old} ({given}): a plan only moves forward",
+            hint="to go back to an older release use `python -m rollout release rollback`",
+        )
+    if sides is not None:
+        base_side, head_side = sides
+        notes += _check_reviewed(repo, found, changeset, "--tag", tag, head_side, old=False)
+        notes += _check_reviewed(repo, found, changeset, "--base-tag", base_tag, base_side, old=True)
     return Tags(new, old, tuple(notes), _deployable(found, new))
 
 

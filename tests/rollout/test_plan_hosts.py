@@ -74,22 +74,26 @@ def test_a_tag_whose_file_is_not_the_reviewed_one_or_that_goes_back_is_refused(
     repo = new_repo(tmp_path, {HAND: hand()})
     base = git(repo, "rev-parse", "HEAD")
     head = commit(repo, {HAND: hand().replace("--max-model-len 32768", "--max-model-len 65536")}, "longer")
+    later = commit(repo, {HAND: hand().replace("--max-model-len 32768", "--max-model-len 8192")}, "shorter")
     release_tag(repo, "v0.0.1", base)
     release_tag(repo, "v0.0.2", head)
+    release_tag(repo, "v0.0.3", later)
     plan = ["plan", "--base", base, "--head", head]
     # The tags of the reviewed commits: accepted, and the summary says when it deploys.
     code, out, err = run_cli(monkeypatch, capsys, repo, [*plan, "--tag", "v0.0.2", "--base-tag", "v0.0.1"])
     assert (code, err) == (0, "")
     assert out.splitlines()[1].startswith("tags: deploy v0.0.2 (deployable ")
-    # The deployed tag's file as the new one: not what was reviewed.
-    code, out, err = run_cli(monkeypatch, capsys, repo, [*plan, "--tag", "v0.0.1"])
+    # A newer tag whose file is not the one reviewed.
+    code, out, err = run_cli(monkeypatch, capsys, repo, [*plan, "--tag", "v0.0.3"])
     assert (code, out) == (2, "")
-    assert err.startswith(f"--tag v0.0.1: {HAND} at v0.0.1 differs from the reviewed head (")
-    assert len(err.splitlines()) <= 2  # the line and its hint
-    # Backwards.
+    assert err.startswith(f"--tag v0.0.3: {HAND} at v0.0.3 differs from the reviewed head (")
+    assert len(err.splitlines()) == 1
+    # Backwards, given or found on the base commit.
     code, out, err = run_cli(monkeypatch, capsys, repo, [*plan, "--tag", "v0.0.1", "--base-tag", "v0.0.2"])
     assert (code, out) == (2, "")
-    assert err.startswith("--tag v0.0.1 is not newer than the deployed --base-tag v0.0.2")
+    assert err.startswith("--tag v0.0.1 is not newer than the deployed v0.0.2 (--base-tag)")
+    code, out, err = run_cli(monkeypatch, capsys, repo, [*plan, "--tag", "v0.0.1"])
+    assert err.startswith("--tag v0.0.1 is not newer than the deployed v0.0.1 (the base's release tag)")
 
 
 def test_an_image_bump_over_three_files_reads_on_one_screen_and_fits_a_comment(
