@@ -134,7 +134,7 @@ def details_text(file: FilePlan, *, commands: bool = True) -> list[str]:
     """Every call and check of one file, then its rollback."""
     if file.error:
         return []
-    lines = [f"{file.label}: the calls, in order, on each host {_where(file)}"]
+    lines = [f"{file.label}: the calls, in order, host by host {_where(file)}"]
     if file.staging is not None:
         lines += _step_lines(file.staging, commands=commands)
     for stage in file.stages:

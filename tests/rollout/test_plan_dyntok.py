@@ -201,7 +201,7 @@ def test_the_text_plan_opens_with_one_screen_then_the_calls(
         len(
             lines[
                 : lines.index(
-                    f"{LONG}: the calls, in order, on each host on gpu02 (compose-manager's default project)"
+                    f"{LONG}: the calls, in order, host by host on gpu02 (compose-manager's default project)"
                 )
             ]
         )
