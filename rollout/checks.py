@@ -60,16 +60,6 @@ class Check:
         return out
 
 
-def profiles_of(service: Mapping[str, Any]) -> tuple[str, ...]:
-    """The compose profiles a service sits behind (none: it is always enabled)."""
-    value = service.get("profiles")
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence):
-        return tuple(dict.fromkeys(str(item) for item in value))
-    return ()
-
-
 def compose_prefix(file: str, project: str | None = None) -> str:
     """`docker compose -p PROJECT -f FILE`, the project compose-manager runs the file
     under (its default when the fleet's data names none): from another directory, a
