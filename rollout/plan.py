@@ -561,16 +561,7 @@ class _Context:
         staged = [
             item.name for item in self.items if item.status is not Status.REMOVED and _needs_stage(item)
         ]
-        self.staging = (
-            Step(
-                "0",
-                "stage",
-                self.new_call(Action.UP, staged, Mode.STAGE),
-                expect="a `staged` event listing the new images; nothing is created or started",
-            )
-            if staged
-            else None
-        )
+        self.staging = _staging("0", self.new_call(Action.UP, staged, Mode.STAGE), "new") if staged else None
         for number, item in enumerate(self.items, start=1):
             steps: list[Step] = []
             label = str(number)
@@ -629,14 +620,7 @@ class _Context:
         stages: list[Stage] = []
         staged = [item.name for item in removed + others if _needs_stage(item)]
         self.rollback_staging = (
-            Step(
-                "R0",
-                "stage",
-                self.old_call(Action.UP, staged, Mode.STAGE),
-                expect="a `staged` event listing the old images; nothing is created or started",
-            )
-            if staged
-            else None
+            _staging("R0", self.old_call(Action.UP, staged, Mode.STAGE), "old") if staged else None
         )
         for number, item in enumerate(added + removed + others, start=1):
             label = f"R{number}"
@@ -723,6 +707,16 @@ class _Context:
             note=note,
             warning=_WARNINGS.get(item.role, ""),
         )
+
+
+def _staging(number: str, call: ComposeCall, which: str) -> Step:
+    """The one `materialize_only` call that pulls a side's images before anything stops."""
+    return Step(
+        number,
+        "stage",
+        call,
+        expect=f"a `staged` event listing the {which} images; nothing is created or started",
+    )
 
 
 def _needs_stage(item: _Item) -> bool:

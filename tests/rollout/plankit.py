@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.rollout.diffkit import fixture, new_repo, run_cli, write
+from rollout import release
+from tests.rollout.diffkit import fixture, git, new_repo, run_cli, write
 
 HAND = "prod/hand.yaml"
 
@@ -41,6 +42,25 @@ def text_of(
     repo = new_repo(tmp_path, dict(old))
     write(repo, new)
     code, out, err = run_cli(monkeypatch, capsys, repo, ["plan"])
+    assert (code, err) == (0, ""), err
+    return out
+
+
+def release_tag(repo: Path, name: str, commit_id: str) -> None:
+    """An annotated release tag with the record `rollout release tag` writes."""
+    record = release.record_for_commit(repo, commit_id, release.VERIFY_SKIPPED)
+    git(repo, "tag", "-a", name, "-m", release.format_message(name, record), commit_id)
+
+
+def tagged_plan(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], repo: Path, base: str, head: str
+) -> str:
+    """The JSON plan from `base` (tagged v0.0.1) to `head` (tagged v0.0.2), as deployed."""
+    release_tag(repo, "v0.0.1", base)
+    release_tag(repo, "v0.0.2", head)
+    tags = ["--tag", "v0.0.2", "--base-tag", "v0.0.1"]
+    argv = ["plan", "--base", "v0.0.1", "--head", "v0.0.2", *tags, "--format", "json"]
+    code, out, err = run_cli(monkeypatch, capsys, repo, argv)
     assert (code, err) == (0, ""), err
     return out
 

@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from rollout import deployer, release
+from rollout import deployer
 from rollout.cli import main
 from rollout.deploy import Host, preview_mismatch
 from rollout.local_manager import Manager, parse_plan, serve
 from tests.dockerkit import IMAGE, Docker, daemon
 from tests.rollout.diffkit import commit, git, new_repo, run_cli
+from tests.rollout.plankit import tagged_plan
 
 FILE = "prod/stack.yaml"
 TOKEN = "test-token-" + "x" * 8
@@ -39,11 +40,6 @@ SICK = "    healthcheck: {test: [CMD, 'false'], interval: 1s, timeout: 1s, retri
 
 def stack(a: str, b: str) -> str:
     return f"name: fixture\nservices:\n  api-a:\n{a}  api-b:\n{b}"
-
-
-def release_tag(repo: Path, name: str, commit_id: str) -> None:
-    record = release.record_for_commit(repo, commit_id, release.VERIFY_SKIPPED)
-    git(repo, "tag", "-a", name, "-m", release.format_message(name, record), commit_id)
 
 
 def running(docker: Docker, project: str) -> dict[str, str]:
@@ -101,28 +97,8 @@ def plan_to(
     world: dict[str, Any], head_text: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Path:
     repo = world["repo"]
-    release_tag(repo, "v0.0.1", git(repo, "rev-parse", "HEAD"))
-    head = commit(repo, {FILE: head_text}, "change")
-    release_tag(repo, "v0.0.2", head)
-    code, out, err = run_cli(
-        monkeypatch,
-        capsys,
-        repo,
-        [
-            "plan",
-            "--base",
-            "v0.0.1",
-            "--head",
-            "v0.0.2",
-            "--tag",
-            "v0.0.2",
-            "--base-tag",
-            "v0.0.1",
-            "--format",
-            "json",
-        ],
-    )
-    assert (code, err) == (0, ""), err
+    base = git(repo, "rev-parse", "HEAD")
+    out = tagged_plan(monkeypatch, capsys, repo, base, commit(repo, {FILE: head_text}, "change"))
     path = repo.parent / "plan.json"
     path.write_text(out, encoding="utf-8")
     return path

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rollout import deployer, release
+from rollout import deployer
 from tests.rollout.diffkit import commit, git, new_repo, run_cli, write
-from tests.rollout.plankit import HAND, hand, plan_of
+from tests.rollout.plankit import HAND, hand, plan_of, release_tag
 
 TARGETS = "generators/fleet.targets.yaml"
 
@@ -61,11 +61,6 @@ def test_a_placement_that_names_no_host_is_said_as_written(
     code, out, _ = run_cli(monkeypatch, capsys, repo, ["plan", "--format", "json"])
     file = json.loads(out)["files"][0]
     assert (file["hosts"], file["hosts_note"], file["project"]) == ([], "any base host", None)
-
-
-def release_tag(repo: Path, name: str, commit_id: str) -> None:
-    record = release.record_for_commit(repo, commit_id, release.VERIFY_SKIPPED)
-    git(repo, "tag", "-a", name, "-m", release.format_message(name, record), commit_id)
 
 
 def test_a_tag_whose_file_is_not_the_reviewed_one_or_that_goes_back_is_refused(

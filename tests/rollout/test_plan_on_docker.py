@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from rollout import deployer, release
+from rollout import deployer
 from tests.dockerkit import IMAGE, Docker, daemon
-from tests.rollout.diffkit import commit, git, new_repo, run_cli
+from tests.rollout.diffkit import commit, git, new_repo
+from tests.rollout.plankit import tagged_plan
 
 FILE = "prod/stack.yaml"
 NEXT_IMAGE = IMAGE.replace(":1", ":2")
@@ -48,11 +49,6 @@ def stack(*, head: bool) -> str:
     body = "".join(f"  {name}:\n{text}" for name, text in services.items() if text)
     content = "b: 2" if head else "a: 1"
     return f"name: fixture\nservices:\n{body}configs:\n  settings:\n    content: '{content}'\n"
-
-
-def release_tag(repo: Path, name: str, commit_id: str) -> None:
-    record = release.record_for_commit(repo, commit_id, release.VERIFY_SKIPPED)
-    git(repo, "tag", "-a", name, "-m", release.format_message(name, record), commit_id)
 
 
 def state(docker: Docker, project: str) -> dict[str, tuple[str, str]]:
@@ -128,27 +124,7 @@ def test_the_plan_and_its_rollback_do_on_a_real_daemon_what_they_say(
     repo = new_repo(tmp_path, {FILE: stack(head=False), "generators/fleet.targets.yaml": targets})
     base = git(repo, "rev-parse", "HEAD")
     head = commit(repo, {FILE: stack(head=True)}, "change every kind of service")
-    release_tag(repo, "v0.0.1", base)
-    release_tag(repo, "v0.0.2", head)
-    code, out, err = run_cli(
-        monkeypatch,
-        capsys,
-        repo,
-        [
-            "plan",
-            "--base",
-            "v0.0.1",
-            "--head",
-            "v0.0.2",
-            "--tag",
-            "v0.0.2",
-            "--base-tag",
-            "v0.0.1",
-            "--format",
-            "json",
-        ],
-    )
-    assert (code, err) == (0, ""), err
+    out = tagged_plan(monkeypatch, capsys, repo, base, head)
     (file,) = json.loads(out)["files"]
     assert [stage["service"] for stage in file["stages"]] == [
         "old-svc",
