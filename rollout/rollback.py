@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from rollout import git
 from rollout.changes import ABSENT, Aspect, Change, Op
@@ -60,6 +61,11 @@ class Rollback:
     rendered_with: str
     steps: tuple[Step, ...]
     ignored: tuple[IgnoredTag, ...] = ()  # v0.0.* tags newer than the target that are not releases
+    # Telemetry rolled back with the named services: it carries their labels (the
+    # collector's scrape jobs name each engine's variant).
+    followers: tuple[str, ...] = ()
+    # Why telemetry that differs too is left alone (it would mislabel another service).
+    warnings: tuple[str, ...] = ()
 
 
 def choose_target(
@@ -154,9 +160,12 @@ def plan_rollback(
 
     running = _services(repo, deployed, file)
     previous = _services(repo, target, file)
-    roles = roles_of({"services": dict(previous)}) if previous else {}
+    roles = roles_of(_document(repo, target, file))
+    followers, warnings = _telemetry(wanted, changed, at_deployed, at_target, roles, target.name)
+    if followers and compose:
+        render_at(repo, target, file, (*changed, *followers), compose)
     steps: list[Step] = []
-    for name in changed:
+    for name in (*changed, *followers):
         old_def, new_def = previous.get(name, {}), running.get(name, {})
         moved = _moved(new_def, old_def)
         role = roles.get(name, Role.OTHER)
@@ -204,26 +213,68 @@ def plan_rollback(
     # why they are not (a lightweight v0.0.10 on HEAD is no rollback point, issue 11).
     ignored = tuple(tag for tag in tags.ignored if (tag.number or -1) > target.number)
     return Rollback(
-        file, wanted, deployed, target, changed, unchanged, passed_over, rendered_with, tuple(steps), ignored
+        file,
+        wanted,
+        deployed,
+        target,
+        changed,
+        unchanged,
+        passed_over,
+        rendered_with,
+        tuple(steps),
+        ignored,
+        followers,
+        warnings,
     )
 
 
-def _services(repo: Path, tag: ReleaseTag, file: str) -> dict[str, dict[str, object]]:
-    """The service definitions of `file` at `tag` (empty when unreadable: the render
-    check refuses such a tag anyway)."""
+def _telemetry(
+    wanted: Sequence[str],
+    changed: Sequence[str],
+    at_deployed: Mapping[str, str],
+    at_target: Mapping[str, str],
+    roles: Mapping[str, Role],
+    target: str,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The telemetry services whose definition differs at the target too: rolled back
+    with the named services, last (the collector scrapes the old labels only once the
+    engines run them), unless another service that also differs would then be
+    mislabelled, in which case they are left alone and said so."""
+    if not changed:
+        return (), ()
+    differs = [name for name in at_deployed if name in at_target and at_target[name] != at_deployed[name]]
+    telemetry = [
+        name for name in differs if roles.get(name) in (Role.DCGM, Role.COLLECTOR) and name not in wanted
+    ]
+    others = [name for name in differs if roles.get(name) is Role.ENGINE and name not in wanted]
+    if not telemetry:
+        return (), ()
+    if others:
+        warning = (
+            f"{', '.join(telemetry)} differ at {target} too, but so do {', '.join(others)}, which this rollback "
+            f"leaves alone: rolling the telemetry back would mislabel them; recreate it by hand once every engine "
+            "runs its final definition"
+        )
+        return (), (warning,)
+    ordered = sorted(telemetry, key=lambda name: roles.get(name) is Role.COLLECTOR)  # the collector last
+    return tuple(ordered), ()
+
+
+def _document(repo: Path, tag: ReleaseTag, file: str) -> dict[str, Any]:
+    """The compared form of `file` at `tag` (empty when unreadable: the render check
+    refuses such a tag anyway)."""
     data = git.show(repo, tag.commit, file)
     if data is None:
         return {}
     try:
-        documents = load_documents(data, where=file)
+        return load_documents(data, where=file)[0]
     except InputError:
         return {}
-    services: dict[str, dict[str, object]] = {}
-    for document in documents:
-        for name, service in (document.get("services") or {}).items():
-            if isinstance(service, dict):
-                services[str(name)] = service
-    return services
+
+
+def _services(repo: Path, tag: ReleaseTag, file: str) -> dict[str, dict[str, object]]:
+    services = _document(repo, tag, file).get("services") or {}
+    return {str(name): service for name, service in services.items() if isinstance(service, dict)}
 
 
 def _moved(now: dict[str, object], then: dict[str, object]) -> tuple[Change, ...]:

@@ -388,6 +388,12 @@ def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_f
         lines.append(f"  {name}: definition {before} -> {after}")
     for name in plan.unchanged:
         lines.append(f"  {name}: same definition at {target.name}; not touched")
+    for name in plan.followers:
+        lines.append(
+            f"  {name}: telemetry that differs at {target.name} too (it carries the labels of what is rolled "
+            "back): rolled back with it, last"
+        )
+    lines += [f"  warning: {warning}" for warning in plan.warnings]
     lines.append(f"  rendered {plan.file} at {target.name}: docker compose config ok ({plan.rendered_with})")
     if target.record.unverified:
         lines.append(f"  warning: {target.name} was {target.record.unverified}: its check never passed")
@@ -430,6 +436,8 @@ def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, 
         "file": plan.file,
         "services": list(plan.services),
         "changed": list(plan.changed),
+        "followers": list(plan.followers),
+        "warnings": list(plan.warnings),
         "unchanged": list(plan.unchanged),
         "deployed": tag_json(plan.deployed),
         "target": tag_json(plan.target),

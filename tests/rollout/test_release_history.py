@@ -10,6 +10,7 @@ import shutil
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -761,3 +762,60 @@ def test_a_digest_covers_the_configs_a_service_mounts() -> None:
     after = release.definition_digests(document)
 
     assert {name for name in before if before[name] != after[name]} == {"nginx"}
+
+
+def set_variant(service: str, suffix: str) -> Callable[[dict[str, Any]], None]:
+    """An edit that gives `service` a new config_variant, on its label and in the
+    collector's scrape job, as the generators write both."""
+
+    def edit(document: dict[str, Any]) -> None:
+        labels = document["services"][service]["labels"]
+        old = labels["tierops.otel.config_variant"]
+        labels["tierops.otel.config_variant"] = old + suffix
+        config = document["configs"]["otelcol_app_config"]
+        config["content"] = str(config["content"]).replace(
+            f"config_variant: {old}\n", f"config_variant: {old + suffix}\n"
+        )
+
+    return edit
+
+
+def test_the_collector_whose_labels_the_rollback_reverts_goes_back_with_it_last(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tag_now(world, monkeypatch, T0)
+    world.commit(world.a, "r2: a new variant", T0 + days(1), edit=set_variant(R2, "-x"))
+    tag_now(world, monkeypatch, T0 + days(1))
+    at(monkeypatch, T0 + days(10))
+    capsys.readouterr()
+
+    assert run(world, "rollback", LONG, R2, "--format", "json") == 0
+
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["changed"], plan["followers"], plan["warnings"]) == ([R2], ["otelcol-contrib"], [])
+    assert [step["service"] for step in plan["steps"] if step["action"] == "up"] == [R2, "otelcol-contrib"]
+    steps_of(plan)  # every call read against compose-manager's contract
+
+
+def test_the_collector_is_left_alone_when_rolling_it_back_would_mislabel_another_engine(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tag_now(world, monkeypatch, T0)
+
+    def both(document: dict[str, Any]) -> None:
+        set_variant(R2, "-x")(document)
+        set_variant(R1, "-y")(document)
+
+    world.commit(world.a, "r1 and r2: new variants", T0 + days(1), edit=both)
+    tag_now(world, monkeypatch, T0 + days(1))
+    at(monkeypatch, T0 + days(10))
+    capsys.readouterr()
+
+    assert run(world, "rollback", LONG, R2, "--format", "json") == 0
+
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["followers"] == []
+    assert plan["warnings"] == [
+        f"otelcol-contrib differ at v0.0.1 too, but so do {R1}, which this rollback leaves alone: rolling the "
+        "telemetry back would mislabel them; recreate it by hand once every engine runs its final definition"
+    ]
