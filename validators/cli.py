@@ -47,7 +47,10 @@ def _parser() -> argparse.ArgumentParser:
         "--format",
         choices=formats.FORMATS,
         default="auto",
-        help="output format; auto is github under GitHub Actions, else text (default: auto)",
+        help=(
+            "output format; sarif is a SARIF 2.1.0 log for code scanning; json and sarif put "
+            "the summary on stderr; auto is github under GitHub Actions, else text (default: auto)"
+        ),
     )
     parser.add_argument(
         "--rule",
@@ -117,7 +120,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(formats.FORMATTERS[name](report.findings))
         for problem in report.unreadable:
             err.write(f"error: {problem}\n")
-        (err if name == "json" else out).write(summary + "\n")
+        (err if name in formats.DOCUMENTS else out).write(summary + "\n")
         out.flush()
     except BrokenPipeError:
         # `python -m validators | head -1`: the reader has what it wanted. End quietly with

@@ -124,9 +124,16 @@ def test_workflow_runs_on_every_pull_request_and_push_to_main_without_path_filte
 
 
 def test_check_reads_only() -> None:
+    """Read-only but for the code-scanning job, which runs none of the repository's code."""
     workflow = _load(WORKFLOW)
     assert workflow["permissions"] == {"contents": "read"}
-    assert all("permissions" not in job for job in workflow["jobs"].values())
+    assert sorted(workflow["jobs"]) == ["check", "code-scanning"]
+    assert "permissions" not in workflow["jobs"]["check"]
+    assert workflow["jobs"]["code-scanning"]["permissions"] == {
+        "actions": "read",
+        "contents": "read",
+        "security-events": "write",
+    }
 
 
 def test_concurrency_never_drops_a_main_commit_and_cancels_superseded_pull_request_runs() -> None:
@@ -142,15 +149,22 @@ def test_concurrency_never_drops_a_main_commit_and_cancels_superseded_pull_reque
 
 def test_every_checkout_drops_its_credentials_and_every_action_is_pinned_by_commit() -> None:
     checkouts = [step for _, _, step in _all_steps() if step.get("uses", "").startswith("actions/checkout@")]
-    assert len(checkouts) == 3
-    for name, _job, step in _all_steps():
+    assert len(checkouts) == 4
+    for name, job, step in _all_steps():
         if step.get("uses", "").startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
-            # the diff and the tags need the history; the comment reads only the base's code
-            assert step["with"].get("fetch-depth") == (None if name == "check-comment.yml" else 0)
+            # the diff and the tags need the history; the comment reads only the base's
+            # code, code scanning only the lines its log points at
+            shallow = name == "check-comment.yml" or job == "code-scanning"
+            assert step["with"].get("fetch-depth") == (None if shallow else 0)
     for name, job, step in _all_steps():  # third-party code pinned by commit, never by a movable tag
         if "uses" in step:
-            assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), (name, job, step["uses"])
+            # owner/repo, or an action in a subdirectory of it (github/codeql-action/upload-sarif)
+            assert re.fullmatch(r"[\w-]+/[\w-]+(/[\w-]+)*@[0-9a-f]{40}", step["uses"]), (
+                name,
+                job,
+                step["uses"],
+            )
 
 
 def test_no_expression_is_expanded_inside_a_shell_script() -> None:
@@ -227,6 +241,55 @@ def test_annotations_and_the_summary_each_come_from_one_place() -> None:
     assert "ci-report" not in WORKFLOW.read_text(encoding="utf-8")
     summary = [step.get("name") for _, _, step in _all_steps() if "GITHUB_STEP_SUMMARY" in str(step)]
     assert summary == ["Check matrix (record and step summary)"]  # the matrix, written once
+
+
+# --- code scanning --------------------------------------------------------------------------
+
+UPLOAD_SARIF = "github/codeql-action/upload-sarif@45cbd0c69e560cd9e7cd7f8c32362050c9b7ded2"
+
+
+def test_check_writes_the_validators_sarif_log_after_the_check_and_hands_it_on() -> None:
+    names = [step.get("name") for step in _steps()]
+    assert names.index("Validators as SARIF") > names.index("nox -s check")
+    write = _step("Validators as SARIF")
+    assert write["if"] == "${{ !cancelled() }}"
+    lines = write["run"].splitlines()
+    assert (
+        ".nox/validate/bin/python -m validators --format sarif > build/validators.sarif || status=$?" in lines
+    )
+    assert lines[-1] == 'test "$status" -le 1'  # findings (1) still give a log; a crash fails
+    upload = _step("Upload the SARIF log")
+    assert upload["uses"] == UPLOAD
+    assert upload["with"]["name"] == "validators-sarif"
+    assert upload["with"]["path"] == "build/validators.sarif"
+    assert upload["if"] == "${{ !cancelled() }}"
+
+
+def test_code_scanning_uploads_the_log_from_a_job_that_runs_no_repository_code() -> None:
+    job = _job(WORKFLOW, "code-scanning")
+    assert job["needs"] == "check"
+    condition = " ".join(job["if"].split())
+    assert condition.startswith("${{ !cancelled() && (")
+    for clause in (
+        "github.event_name == 'push'",
+        "github.event.pull_request.head.repo.full_name == github.repository",
+    ):
+        assert clause in condition  # never a fork's pull request
+    steps = job["steps"]
+    assert all("run" not in step for step in steps)
+    assert [step["uses"].split("@")[0] for step in steps] == [
+        "actions/checkout",
+        "actions/download-artifact",
+        "github/codeql-action/upload-sarif",
+    ]
+    assert steps[1]["uses"] == DOWNLOAD
+    assert steps[1]["with"] == {"name": "validators-sarif", "path": "build/sarif"}
+    assert steps[2]["uses"] == UPLOAD_SARIF
+    assert steps[2]["with"] == {
+        "sarif_file": "build/sarif/validators.sarif",
+        "category": "tierops-validators",
+    }
+    assert "# v4.32.2" in WORKFLOW.read_text(encoding="utf-8").split(UPLOAD_SARIF, 1)[1].splitlines()[0]
 
 
 # --- release.yml ---------------------------------------------------------------------------
