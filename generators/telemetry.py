@@ -1,4 +1,4 @@
-"""The telemetry label contract (SPEC 5): service labels and scrape jobs, from one computation.
+"""The telemetry label contract: service labels and scrape jobs, from one computation.
 
 `labels_for()` is the only place a `tierops.otel.*` value is decided; `scrape_job()`
 derives the collector's job from those labels. An engine's config_variant therefore

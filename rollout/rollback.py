@@ -137,7 +137,7 @@ def plan_rollback(
         )
     orphans = sorted(set(at_deployed) - set(at_target))
     if orphans:
-        # `up` removes orphans (SPEC 1): bringing up the old file would kill these with
+        # compose-manager's `up` removes orphans: bringing up the old file would kill these with
         # a short timeout instead of their grace period.
         raise RefusedError(
             f"{file} at {target.name} lacks {', '.join(orphans)}, which {deployed.name} defines: "

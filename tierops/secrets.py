@@ -221,7 +221,7 @@ def token_regex() -> str:
 
 
 # Soft-default values that say "no secret here" rather than guess one: a declared soft
-# default of a secret-like key (the collector's MONITORING_INGEST_TOKEN, SPEC 5) may use
+# default of a secret-like key (the collector's MONITORING_INGEST_TOKEN) may use
 # only these. `changeme` is a password, not a placeholder.
 PLACEHOLDERS = frozenset({"", "unset"})
 

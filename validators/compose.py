@@ -1,6 +1,6 @@
 """`python -m validators.compose`: every prod file through the real `docker compose config`.
 
-What `nox -s compose` runs (SPEC §6.3). Before rendering, every file's interpolations
+What `nox -s compose` runs. Before rendering, every file's interpolations
 are listed (validators/interpolation.py): a required variable without a dummy value, a
 dummy no file reads, a dummy that is not obviously fake, and a malformed `${...}` are
 each a finding with the file and line. Then every file is rendered in parallel with

@@ -229,7 +229,7 @@ def _yaml_tricks(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
 
 
 def _declared_soft(compose: ComposeFile, service: Service, ctx: Context) -> frozenset[str]:
-    """Env keys the contract lets this service default softly (the collector's, SPEC 5)."""
+    """Env keys the contract lets this service default softly (the collector's: it must start without its token)."""
     col = ctx.contract.telemetry.get("collector") or {}
     if service.name != str(col.get("service")):
         return frozenset()

@@ -1,4 +1,4 @@
-"""Rule `dcgm-metrics`: the DCGM exporter and its counters CSV (SPEC section 5, DCGM).
+"""Rule `dcgm-metrics`: the DCGM exporter and its counters CSV.
 
 Exactly one dcgm service (by its dcgm-exporter image); its image digest pinned; it
 sees every GPU any engine reserves; its command is `["-f", <csv path>]` and that path

@@ -25,7 +25,7 @@ from tierops.argv import Argv, aliases_for, engine_program, split_argv
 from tierops.yamlload import Pos, YMap
 from validators.loader import Document
 
-# GPUs of one host of this tier (SPEC 1): `count: all` reserves exactly these.
+# GPUs of one 8-GPU host: `count: all` reserves exactly these.
 HOST_GPUS = 8
 
 

@@ -1,4 +1,4 @@
-"""Rule `otel-labels`: the telemetry label contract of SPEC section 5, sentence by sentence.
+"""Rule `otel-labels`: the telemetry label contract, sentence by sentence.
 
 Service side: the engines, the proxy and dcgm carry a label block in mapping form
 with `tierops.otel.` keys scrape "true", job, port, path (/metrics), container_name
@@ -52,7 +52,7 @@ from validators.findings import Finding, error
 from validators.model import ComposeFile, Service, engine_image_prefix
 
 ID = "otel-labels"
-SUMMARY = "SPEC 5: label blocks on scraped services and one matching scrape job each in the collector config"
+SUMMARY = "the telemetry label contract: label blocks on scraped services and one matching scrape job each in the collector config"
 
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _SOFT_DEFAULT = re.compile(r"^\$\{(?P<var>[A-Za-z_][A-Za-z0-9_]*):-[^}]*\}$")

@@ -96,7 +96,7 @@ def _service_set(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
     for name in contract.services:
         if name not in compose.services:
             yield error(
-                compose.path, compose.services_pos(), ID, f"service {name} is missing (SPEC 3 service set)"
+                compose.path, compose.services_pos(), ID, f"service {name} is missing (the contract's service set)"
             )
     for service in compose:
         if service.name not in contract.services:
@@ -350,7 +350,7 @@ def _walk(node: Any, keys: Sequence[str]) -> Any:
 
 
 def recompute_variant(service: Service, tier: str, contract: Contract) -> str | None:
-    """SPEC 4.3 from the engine's own argv and env; None when a needed flag is missing."""
+    """The variant from the engine's own argv and env; None when a needed flag is missing."""
     values = {flag.flag: flag.value for flag in service.flags()}
     needed = {
         "chunk": "--chunked-prefill-size",

@@ -5,8 +5,8 @@ warnings fail). The contracts (prod-config, otel-labels, ...) judge meaning only
 hand-written spelling that Compose renders identically never gets a contract error;
 this family keeps generated files in the one spelling reviewers diff:
 
-- labels in mapping form (SPEC 5), not `K=V` lists;
-- an engine `command` as a YAML list, one word per item (SPEC 4.1), not a string.
+- labels in mapping form, not `K=V` lists;
+- an engine `command` as a YAML list, one word per item, not a string.
 
 Passing example::
 
@@ -45,7 +45,7 @@ def _labels_form(compose: ComposeFile) -> Iterator[Finding]:
                 compose.path,
                 service.at("labels"),
                 ID,
-                f"style only: {service.name} labels are a list; write them as a mapping (SPEC 5). Compose reads both the same",
+                f"style only: {service.name} labels are a list; write them as a mapping, as the telemetry contract does. Compose reads both the same",
             )
 
 
@@ -61,5 +61,5 @@ def _command_form(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
                 compose.path,
                 service.at("command"),
                 ID,
-                f"style only: {service.name} command is a string; write it as a list, one word per item (SPEC 4.1), so a diff shows each flag",
+                f"style only: {service.name} command is a string; write it as a list, one word per item, so a diff shows each flag",
             )

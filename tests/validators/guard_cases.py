@@ -78,7 +78,7 @@ GUARDS: list[Guard] = [
         edit("  model-proxy-registrar:\n", "  model-proxy-registrar-x:\n"),
         6,
         1,
-        "service model-proxy-registrar is missing (SPEC 3 service set)",
+        "service model-proxy-registrar is missing (the contract's service set)",
     ),
     Guard(
         "prod-config/profiles",
@@ -630,7 +630,7 @@ GUARDS: list[Guard] = [
         edit("    container_name: nginx\n", "    container_name: nginx\n    labels:\n      - team=edge\n"),
         286,
         5,
-        "style only: nginx labels are a list; write them as a mapping (SPEC 5). Compose reads both the same",
+        "style only: nginx labels are a list; write them as a mapping, as the telemetry contract does. Compose reads both the same",
     ),
     Guard(
         "style/command-form",
@@ -638,6 +638,6 @@ GUARDS: list[Guard] = [
         _command_as_string,
         39,
         5,
-        "style only: model-sg-glm53-w4afp8-tp4-r1 command is a string; write it as a list, one word per item (SPEC 4.1), so a diff shows each flag",
+        "style only: model-sg-glm53-w4afp8-tp4-r1 command is a string; write it as a list, one word per item, so a diff shows each flag",
     ),
 ]

@@ -620,7 +620,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "proxy-pool-out-of-order": (7, "proxy-glm53 VLLM_BACKEND_URLS lists the engines out of replica order"),
     "proxy-depends-on-engine": (9, "proxy-glm53 depends_on model-sg-glm53-w4afp8-tp4-r1"),
     "proxy-probe-timeout-changed": (7, "proxy-glm53 env HEALTH_CHECK_TIMEOUT_SECS must be '3', not '10'"),
-    "missing-service": (1, "service model-proxy-registrar is missing (SPEC 3 service set)"),
+    "missing-service": (1, "service model-proxy-registrar is missing (the contract's service set)"),
     "extra-service": (3, "unexpected service debug-shell"),
     "engine-publishes-port": (
         5,
