@@ -96,7 +96,10 @@ def _service_set(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
     for name in contract.services:
         if name not in compose.services:
             yield error(
-                compose.path, compose.services_pos(), ID, f"service {name} is missing (the contract's service set)"
+                compose.path,
+                compose.services_pos(),
+                ID,
+                f"service {name} is missing (the contract's service set)",
             )
     for service in compose:
         if service.name not in contract.services:
