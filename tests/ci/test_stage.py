@@ -275,6 +275,26 @@ def test_the_collector_result_is_read_only_when_this_run_wrote_it(
     assert result["files"][FILES[2]] == {"verdict": "not run", "counts": {}, "note": "not run (no Docker)"}
 
 
+def test_a_collector_without_docker_is_not_run_never_a_bare_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detail = tmp_path / "collector-validate.json"
+    message = "not run (no Docker): docker info: Cannot connect to the Docker daemon"
+    data = {
+        "format": 1,
+        "check": "collector-validate",
+        "docker": False,
+        "files": [{"file": path, "result": "not-run", "message": message, "image": None} for path in FILES],
+    }
+    writer = script(f"import pathlib; pathlib.Path({str(detail)!r}).write_text({json.dumps(data)!r})")
+    code, result = run_stage(tmp_path, "collector", writer, monkeypatch)
+    # exit 0, as the collector's module exits without Docker; the verdict says what happened
+    assert code == 0
+    assert (result["verdict"], result["note"]) == ("not run", "no Docker")
+    assert result["repository"] == {"verdict": "not run", "counts": {}, "note": "no Docker"}
+    assert set(verdicts(result).values()) == {"not run"}
+
+
 def rollout_in(repo: Path, command: str) -> list[str]:
     """`python -m rollout COMMAND ...` run inside `repo` (the stage appends --format)."""
     return script(
