@@ -54,13 +54,8 @@ def read_digest(path: Path) -> str | None:
     A file that is not JSON, not an object or not of this FORMAT gives None: the caller
     records "no evidence" rather than a digest of something else.
     """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return None
-    return digest(data)
+    data = read_record(path)
+    return None if data is None else digest(data)
 
 
 # --------------------------------------------------------------------------- the headline
@@ -77,12 +72,7 @@ def headline(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> st
     (no Docker)`, `incomplete: tests not run (no result from this run)`. `clean` makes
     text that came from a tool (a note) safe where the line goes (Markdown)."""
     stages = [stage for stage in record.get("stages") or () if isinstance(stage, Mapping)]
-    failed = [_failed(stage, clean) for stage in stages if stage.get("verdict") in (FAIL, ERROR)]
-    failed += [
-        f"{stage.get('name')} (unknown verdict)"
-        for stage in stages
-        if stage.get("verdict") not in (PASS, FAIL, ERROR, NOT_RUN)
-    ]
+    failed = failing(record, clean)
     missing = [
         f"{stage.get('name')} not run" + (f" ({clean(str(stage['note']))})" if stage.get("note") else "")
         for stage in stages
@@ -93,6 +83,28 @@ def headline(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> st
     if missing:
         return "incomplete: " + "; ".join(missing)
     return PASS if stages else "incomplete: no stage in the record"
+
+
+def failing(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> list[str]:
+    """The stages that failed or gave no verdict, each with what it counted:
+    `["tests (3 failed)", "diff (error)"]`; empty when none did."""
+    stages = [stage for stage in record.get("stages") or () if isinstance(stage, Mapping)]
+    failed = [_failed(stage, clean) for stage in stages if stage.get("verdict") in (FAIL, ERROR)]
+    failed += [
+        f"{stage.get('name')} (unknown verdict)"
+        for stage in stages
+        if stage.get("verdict") not in (PASS, FAIL, ERROR, NOT_RUN)
+    ]
+    return failed
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record at `path`, or None when there is none or it is not a record of this FORMAT."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
 
 def _failed(stage: Mapping[str, Any], clean: Callable[[str], str]) -> str:

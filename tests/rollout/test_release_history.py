@@ -366,7 +366,7 @@ def test_history_shows_a_check_override_and_rollback_warns_about_it(
     assert history_out[4].endswith("first recorded; tagged with --no-verify")
     assert (deployed["verified"], deployed["verify"]) == (
         False,
-        "skipped (override): `true` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s check`",
+        "skipped (override): `true` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s tests check`",
     )
 
 
