@@ -49,7 +49,9 @@ OVERRIDE_LINE = (
     f"verify: `{CHECK}` from $TIEROPS_RELEASE_VERIFY replaces `nox -s tests check`: "
     "tags record it as skipped (override), never as passed\n"
 )
-OVERRIDDEN = f"skipped (override): `{CHECK}` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s tests check`"
+OVERRIDDEN = (
+    f"skipped (override): `{CHECK}` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s tests check`"
+)
 VIA_CHECK = "NOT verified: skipped (override)"
 
 # Variables a git hook sets for its own repository; a nested git in another clone

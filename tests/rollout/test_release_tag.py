@@ -17,6 +17,7 @@ import pytest
 
 from rollout import release, tags
 from rollout.cli import main
+from tests.rollout.history_text import shown
 from tests.rollout.release_world import (
     CHECK,
     LONG,
@@ -626,7 +627,8 @@ def test_no_substituted_check_is_ever_recorded_as_passed(
 
     record = _record(world.a, "v0.0.1")
     assert (
-        record.verify == f"skipped (override): `{command}` from {source} exited 0 instead of `nox -s tests check`"
+        record.verify
+        == f"skipped (override): `{command}` from {source} exited 0 instead of `nox -s tests check`"
     )
     assert not record.verified
     assert capsys.readouterr().out == (
@@ -636,11 +638,8 @@ def test_no_substituted_check_is_ever_recorded_as_passed(
         f"created v0.0.1 on {head[:12]} (NOT verified: skipped (override))\n"
     )
     assert main(["release", "history", LONG, R2, "--repo", str(world.a)]) == 0
-    assert (
-        capsys.readouterr()
-        .out.splitlines()[3]
-        .endswith("first recorded; tagged with the check skipped (override)")
-    )
+    (entry,) = shown(capsys.readouterr().out)
+    assert (entry.change, entry.notes) == ("first recorded", ("tagged with the check skipped (override)",))
 
 
 def _stub_nox(directory: Path) -> Path:
