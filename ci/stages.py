@@ -262,6 +262,7 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
         return Outcome(proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout)
     rendered: dict[str, tuple[bool, float | None]] = {}
     counts: dict[str, dict[str, int]] = {}
+    first_error = ""
     for line in plain(proc.stdout).splitlines():
         match = _RENDERED.match(line)
         if match:
@@ -274,6 +275,8 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
         finding = _FINDING.match(line)
         if finding:
             _count(counts, finding["path"], finding["rule"])
+            if not first_error and finding["level"] == "error":
+                first_error = line.split("] ", 1)[1]
     files: dict[str, Cell] = {}
     for path in context.prod_files:
         found = counts.get(path, {})
@@ -290,7 +293,13 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
             for rule, number in per.items():
                 elsewhere[rule] = elsewhere.get(rule, 0) + number
     facts = {"compose": _compose_facts_of(proc.stdout) or compose_facts()}
-    return Outcome(proc.returncode, files, _repository(proc.returncode, elsewhere), proc.stdout, facts=facts)
+    # The stage's one line: the check's own summary, and its first error (a missing dummy
+    # names the variable), rather than the summary alone.
+    summary = last_line(proc.stdout)
+    note = last_line(f"{summary}; first: {first_error}") if first_error else ""
+    return Outcome(
+        proc.returncode, files, _repository(proc.returncode, elsewhere), proc.stdout, facts=facts, note=note
+    )
 
 
 # Where the docker CLI looks for its plugins (docs.docker.com, "CLI plugins").

