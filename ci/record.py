@@ -14,7 +14,9 @@ it is written. It holds:
 - tools: the Python version, every package installed in the stages' environments
   with its version and its pin in pyproject.toml, the Compose binary's version and
   sha256, the pre-commit hook pins;
-- commits: the head commit (and whether the tree was dirty) and the diff's base.
+- commits: the head commit (and whether the tree was dirty) and the diff's base;
+- verdict: pass only when every stage ran and passed (`overall`); the headline
+  (tierops.checkmatrix.headline) says what failed or did not run, and why.
 
 A stage result counts only when it carries this run's id and the digest of the
 inputs as they are now; a missing, foreign or stale result is "not run", never
