@@ -406,6 +406,9 @@ def tests(session: nox.Session) -> None:
     core idle). With arguments,
     they replace the default: `nox -s tests -- tests/rollout -x` runs serially,
     `nox -s tests -- -n auto tests/rollout` in parallel.
+
+    The whole suite is the check matrix's `tests` stage (read from pytest's JUnit XML);
+    `nox -s tests check` gives one record with both. A subset leaves no tests result.
     """
     install(session, "test")
     compile_project(session)

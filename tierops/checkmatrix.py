@@ -73,10 +73,13 @@ def headline(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> st
     text that came from a tool (a note) safe where the line goes (Markdown)."""
     stages = [stage for stage in record.get("stages") or () if isinstance(stage, Mapping)]
     failed = failing(record, clean)
+    # Stages that did not run for the same reason share one clause.
+    reasons: dict[str, list[str]] = {}
+    for stage in stages:
+        if stage.get("verdict") == NOT_RUN:
+            reasons.setdefault(clean(str(stage.get("note") or "")), []).append(str(stage.get("name")))
     missing = [
-        f"{stage.get('name')} not run" + (f" ({clean(str(stage['note']))})" if stage.get("note") else "")
-        for stage in stages
-        if stage.get("verdict") == NOT_RUN
+        f"{', '.join(names)} not run" + (f" ({reason})" if reason else "") for reason, names in reasons.items()
     ]
     if failed:
         return "fail: " + ", ".join(failed) + "".join(f"; {item}" for item in missing)

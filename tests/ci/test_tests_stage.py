@@ -129,9 +129,13 @@ def test_a_record_built_from_a_junit_file_with_a_failure_says_fail(
 
     assert data["verdict"] == "fail"
     assert item["verdict"] == "fail" and item["note"].startswith("1 failed, 1 error: ")
-    assert headline(data).startswith("fail: tests (1 failed, 1 error); generated not run (no result")
+    # the stages that did not run for one reason share one clause
+    assert headline(data) == (
+        "fail: tests (1 failed, 1 error); generated, validate, compose, collector, diff, plan, lint, "
+        "typecheck not run (no result from this run)"
+    )
     text = matrix_markdown.render(data, None, None)
-    assert text.startswith("### Check matrix: **fail**: tests (1 failed, 1 error); generated not run")
+    assert text.startswith("### Check matrix: **fail**: tests (1 failed, 1 error); generated, validate, ")
     assert "- tests: 1 failed, 1 error: tests.test_sample::test_wrong, " in text
 
 
