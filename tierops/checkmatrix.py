@@ -79,7 +79,8 @@ def headline(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> st
         if stage.get("verdict") == NOT_RUN:
             reasons.setdefault(clean(str(stage.get("note") or "")), []).append(str(stage.get("name")))
     missing = [
-        f"{', '.join(names)} not run" + (f" ({reason})" if reason else "") for reason, names in reasons.items()
+        f"{', '.join(names)} not run" + (f" ({reason})" if reason else "")
+        for reason, names in reasons.items()
     ]
     if failed:
         return "fail: " + ", ".join(failed) + "".join(f"; {item}" for item in missing)

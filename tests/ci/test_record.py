@@ -242,5 +242,7 @@ def test_every_session_of_check_refuses_arguments_first() -> None:
     required = [name for name, item in STAGES.items() if item.required] + ["record"]
     for name in required:
         body = functions[name].body
-        first = body[1] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+        first = (
+            body[1] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+        )
         assert ast.unparse(first) == "no_posargs(session)", name
