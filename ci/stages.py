@@ -3,7 +3,8 @@
 A stage runs the command its nox session names (unchanged: `python -m generators
 --check`, `pre-commit run ...`) and reads its verdict from the tool's own output:
 the machine formats where a tool has one (`python -m validators --format json`,
-`python -m rollout diff|plan --format json`, the collector's JSON file), the fixed
+`python -m rollout diff|plan --format json`, the collector's JSON file, pytest's
+JUnit XML), the fixed
 status words of its report where it has not (`ok`/`stale`/... of the generators,
 `ok`/`FAILED` and `path:line:col: [error] ... (rule)` of the compose check,
 pre-commit's `- hook id:`, mypy's `[code]`). Nothing here decides a verdict on its
