@@ -168,6 +168,14 @@ def test_a_failed_tests_step_is_never_a_pass_whatever_result_it_left(
     skipped = pick_tests(assemble(ROOT, tmp_path / "none", "run-1", {"tests": "skipped"}).record)
     assert (skipped["verdict"], skipped["note"]) == ("not run", "the job's tests step was skipped")
 
+    # the collector's step alike: a red collector step is never shown as not run only
+    data = assemble(ROOT, tmp_path / "none", "run-1", {"collector": "failure"}).record
+    collector = next(item for item in data["stages"] if item["name"] == "collector")
+    assert (collector["verdict"], collector["note"]) == (
+        "error",
+        "the job's collector step failed, but it left no result",
+    )
+
 
 def test_step_outcomes_are_stage_equals_outcome(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
