@@ -73,7 +73,13 @@ STAGE_GROUPS: dict[str, str | None] = {
 AHEAD = ahead.Ahead()
 
 
-def stage(session: nox.Session, name: str, *command: str, env: dict[str, str] | None = None) -> None:
+def stage(
+    session: nox.Session,
+    name: str,
+    *command: str,
+    env: dict[str, str | None] | None = None,
+    ahead: bool = True,
+) -> None:
     """Run a stage's tool through `python -m ci.stage NAME -- COMMAND`: the same report
     and exit code, plus its per-file result in build/check/NAME.json for the record.
 
@@ -91,8 +97,33 @@ def stage(session: nox.Session, name: str, *command: str, env: dict[str, str] | 
         if code != 0:
             session.error(f"Command {' '.join(argv)} failed with exit code {code}")
         return
-    start_ahead(session)
+    if ahead:
+        start_ahead(session)
     session.run(*argv, env={**(env or {}), RUN_ENV: RUN_ID})
+
+
+_refused_posargs = False
+
+
+def no_posargs(session: nox.Session) -> None:
+    """Refuse arguments a session of `check` cannot use, in one line naming them.
+
+    nox hands `nox -s check -- ARGS` to every session of the chain, and none of them
+    passes them on (each runs its tool exactly as the record expects). Ignoring them
+    would report a check that never looked at what was asked; the first session says
+    so, the others of the same run only fail."""
+    global _refused_posargs  # noqa: PLW0603
+    if not session.posargs:
+        return
+    if _refused_posargs:
+        session.error(f"{session.name}: arguments refused (see above)")
+    _refused_posargs = True
+    given = " ".join(session.posargs)
+    session.error(
+        f"{session.name} takes no arguments, and no session of `check` does: refused {given!r} "
+        "(set TIEROPS_BASE_REF for the diff's base; run a tool's module for its options, "
+        "e.g. python -m rollout diff --help)"
+    )
 
 
 def _stage_argv(name: str, command: tuple[str, ...]) -> tuple[str, ...]:
@@ -239,6 +270,7 @@ def generate(session: nox.Session) -> None:
 @nox.session
 def generated(session: nox.Session) -> None:
     """Byte-identical check: prod/ equals what the generators produce (writes nothing)."""
+    no_posargs(session)
     install(session, "runtime")
     compile_project(session)
     stage(session, "generated")
@@ -247,6 +279,7 @@ def generated(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """pre-commit on every file, except the hooks another session of `check` runs (ci/lint_scope.py)."""
+    no_posargs(session)
     install(session, "lint")
     # pre-commit's hook environment, built and bytecode-compiled once per hook
     # configuration and lint lock (ci/hook_envs.py), not on every run.
@@ -314,6 +347,7 @@ def compose(session: nox.Session) -> None:
     Takes no posargs: nox hands `check`'s posargs to every prerequisite. For options,
     run `python -m validators.compose --help`.
     """
+    no_posargs(session)
     install_compose(session)
     compile_project(session)
     stage(session, "compose")
@@ -358,6 +392,7 @@ def ci_report(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the packages."""
+    no_posargs(session)
     install(session, "typecheck")
     stage(session, "typecheck")
 
@@ -371,6 +406,9 @@ def tests(session: nox.Session) -> None:
     core idle). With arguments,
     they replace the default: `nox -s tests -- tests/rollout -x` runs serially,
     `nox -s tests -- -n auto tests/rollout` in parallel.
+
+    The whole suite is the check matrix's `tests` stage (read from pytest's JUnit XML);
+    `nox -s tests check` gives one record with both. A subset leaves no tests result.
     """
     install(session, "test")
     compile_project(session)
@@ -388,7 +426,16 @@ def tests(session: nox.Session) -> None:
     if ram is not None:
         session.log(f"temporary files in {ram} (a tmpfs; set TMPDIR to choose another place)")
         env["TMPDIR"] = str(ram)
-    session.run("python", "-m", "pytest", *args, env=env)
+    if session.posargs:
+        # A chosen subset is no verdict on the suite: it leaves no tests result, and an
+        # earlier one is removed so the record never shows it for this run.
+        (ROOT / "build" / "check" / "tests.json").unlink(missing_ok=True)
+        session.run("python", "-m", "pytest", *args, env=env)
+        return
+    # The whole suite is the record's `tests` stage: ci.stage reads pytest's own JUnit
+    # XML report (build/check/tests.junit.xml) and keeps the verdict for `nox -s record`.
+    # Not ahead: the check's stages would take the cores pytest-xdist is using.
+    stage(session, "tests", "python", "-m", "pytest", *args, env=env, ahead=False)
 
 
 @nox.session
@@ -400,6 +447,7 @@ def validate(session: nox.Session) -> None:
     this is the only place that makes them: the stage asks for JSON (the record's data)
     and prints it as `--format auto` would.
     """
+    no_posargs(session)
     install(session, "runtime")
     compile_project(session)
     stage(session, "validate")
@@ -440,6 +488,7 @@ def diff(session: nox.Session) -> None:
     Never forwards posargs: nox hands them to every session of a chain (`nox -s check --
     -k x` would reach this one too), so the base ref comes from the environment.
     """
+    no_posargs(session)
     install(session, "runtime")
     compile_project(session)
     stage(session, "diff")
@@ -448,6 +497,7 @@ def diff(session: nox.Session) -> None:
 @nox.session
 def plan(session: nox.Session) -> None:
     """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
+    no_posargs(session)
     install(session, "runtime")
     compile_project(session)
     stage(session, "plan")
@@ -461,6 +511,7 @@ def record(session: nox.Session) -> None:
     them failed (the record shows which); a stage that did not run in this nox
     invocation is "not run". Takes no posargs (they would be `check`'s).
     """
+    no_posargs(session)
     install(session, "runtime")
     compile_project(session)
     session.run("python", "-m", "ci.record", env={RUN_ENV: RUN_ID})

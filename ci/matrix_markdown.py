@@ -1,6 +1,6 @@
 """The one Markdown rendering of a check-matrix record: the step summary and the pull-request comment.
 
-    ### Check matrix: **fail**
+    ### Check matrix: **fail**: validate (1 of 3 files), lint (ruff-check 1); collector not run (no Docker)
     | prod file | generated | validate | compose | collector | diff | plan | lint | typecheck |
     |---|---|---|---|---|---|---|---|---|
     | `GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml` | pass | **fail** · prod-config 2 | pass | not run | ... |
@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tierops.checkmatrix import RECORD_NAME, digest
+from tierops.checkmatrix import RECORD_NAME, digest, headline
 
 MARKER = "<!-- tierops-check-matrix -->"
 COMMENT_LIMIT = 65_536  # GitHub's limit on an issue or pull-request comment body
@@ -91,19 +91,42 @@ def table(record: Mapping[str, Any], max_rows: int | None = None) -> tuple[str, 
 
 
 def notes(record: Mapping[str, Any]) -> str:
-    """Why a stage did not run, and what a cell with no verdict says."""
+    """Why a stage did not run or pass (its one line, once), and what a cell with no
+    verdict says (a note several files share is shown once, with how many)."""
     items: list[str] = []
+    # A line several stages share (the diff and the plan both refuse an unknown base
+    # ref) is shown once, after the first of them, naming them all.
+    errors: dict[str, list[str]] = {}
+    for stage in record.get("stages") or ():
+        if stage.get("verdict") in ("fail", "error") and stage.get("note"):
+            errors.setdefault(plain(stage["note"]), []).append(plain(stage.get("name"), 32))
     for stage in record.get("stages") or ():
         name = plain(stage.get("name"), 32)
-        if stage.get("verdict") == "not run" and stage.get("note"):
-            items.append(f"- {name}: not run ({plain(stage['note'])})")
+        verdict = stage.get("verdict")
+        said = plain(stage["note"]) if stage.get("note") else ""
+        if verdict == "not run" and said:
+            items.append(f"- {name}: not run ({said})")
+        elif verdict in ("fail", "error") and said and errors[said][0] == name:
+            items.append(f"- {', '.join(errors[said])}: {said}")
+        shared: dict[str, list[str]] = {}
         for path, cell in (stage.get("files") or {}).items():
             if cell.get("verdict") == "error" and cell.get("note"):
-                items.append(
-                    f"- {name}, `{plain(str(path).removeprefix('prod/'), 200)}`: {plain(cell['note'])}"
-                )
+                shared.setdefault(plain(cell["note"]), []).append(str(path))
+        for text, paths in shared.items():
+            if text == said:
+                continue  # the stage's own line already says it
+            where = (
+                f"`{plain(paths[0].removeprefix('prod/'), 200)}`"
+                if len(paths) == 1
+                else f"{len(paths)} files"
+            )
+            items.append(f"- {name}, {where}: {text}")
         repository = stage.get("repository") or {}
-        if repository.get("verdict") == "error" and repository.get("note"):
+        if (
+            repository.get("verdict") == "error"
+            and repository.get("note")
+            and plain(repository["note"]) != said
+        ):
             items.append(f"- {name}: {plain(repository['note'])}")
     if len(items) > MAX_NOTES:
         items = [*items[:MAX_NOTES], f"- ... {len(items) - MAX_NOTES} more"]
@@ -123,10 +146,10 @@ def header(record: Mapping[str, Any]) -> str:
     inputs = (record.get("inputs") or {}).get("digest", "")
     parts.append(f"inputs `{str(inputs)[:19]}`")
     parts.append(f"record `{digest(record)[:19]}`")
-    verdict = {"pass": "pass", "fail": "**fail**", "not run": "_incomplete_"}.get(
-        str(record.get("verdict")), "_unknown_"
-    )
-    return f"### Check matrix: {verdict}\n\n{'; '.join(parts)}\n\n"
+    line = headline(record, lambda text: plain(text, 80))
+    word, sep, rest = line.partition(": ")
+    shown = {"pass": "pass", "fail": "**fail**", "incomplete": "_incomplete_"}.get(word, "_unknown_")
+    return f"### Check matrix: {shown}{sep}{rest}\n\n{'; '.join(parts)}\n\n"
 
 
 def details(title: str, body: str) -> str:

@@ -7,14 +7,16 @@ ci/check-matrix.schema.json (format 1); every record is validated against it bef
 it is written. It holds:
 
 - stages: per stage (generated, validate, compose, collector, diff, plan, lint,
-  typecheck) its verdict, exit code and duration, and per prod file the verdict and
-  the finding counts by rule id;
+  typecheck, tests) its verdict, exit code, duration and one line of why it did not
+  pass, and per prod file the verdict and the finding counts by rule id;
 - inputs: the sha256 of every prod file, of the generators' source, targets and
   code, of the contracts, the flag manifest and the dummy environment;
 - tools: the Python version, every package installed in the stages' environments
   with its version and its pin in pyproject.toml, the Compose binary's version and
   sha256, the pre-commit hook pins;
-- commits: the head commit (and whether the tree was dirty) and the diff's base.
+- commits: the head commit (and whether the tree was dirty) and the diff's base;
+- verdict: pass only when every stage ran and passed (`overall`); the headline
+  (tierops.checkmatrix.headline) says what failed or did not run, and why.
 
 A stage result counts only when it carries this run's id and the digest of the
 inputs as they are now; a missing, foreign or stale result is "not run", never
@@ -39,9 +41,9 @@ from typing import Any
 
 from ci import inputs, matrix_markdown, record_schema
 from ci.stage import RUN_ENV, markdown_path, result_path
-from ci.stages import FAIL, NOT_RUN, PASS, STAGES, VERDICTS
+from ci.stages import ERROR, FAIL, NOT_RUN, PASS, STAGES, VERDICTS
 from tierops.atomic import write_bytes_atomic
-from tierops.checkmatrix import FORMAT, MARKDOWN_NAME, RECORD_NAME, digest
+from tierops.checkmatrix import FORMAT, MARKDOWN_NAME, RECORD_NAME, digest, headline
 from tierops.cli import guarded, parse
 from tierops.errors import TieropsError, UsageError
 from tierops.exitcodes import ExitCode, epilog
@@ -52,6 +54,7 @@ PULL_REQUEST_NAME = "pull-request.json"
 SUMMARY_ENV = "TIEROPS_RECORD_SUMMARY"
 RUN_URL_ENV = "TIEROPS_RECORD_RUN_URL"
 PULL_REQUEST_ENV = "TIEROPS_RECORD_PULL_REQUEST"
+OUTCOMES_ENV = "TIEROPS_RECORD_STEP_OUTCOMES"
 # The schema's pattern for a count's rule id (cell.counts propertyNames).
 COUNT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_. ()/-]{0,63}")
 
@@ -117,7 +120,13 @@ def _cell(raw: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- assembling
 
 
-def assemble(root: Path, build: Path, run_id: str) -> Assembled:
+def assemble(
+    root: Path, build: Path, run_id: str, step_outcomes: Mapping[str, str] | None = None
+) -> Assembled:
+    """The record of run `run_id` from the results in `build`. `step_outcomes` is what the
+    CI job says of a stage's step (`tests` -> `failure`, from `steps.tests.outcome`): a
+    failed step never shows as a pass, whatever result it left."""
+    step_outcomes = step_outcomes or {}
     current = inputs.inputs(root)
     results: dict[str, dict[str, Any] | None] = {}
     notes: dict[str, str] = {}
@@ -144,7 +153,7 @@ def assemble(root: Path, build: Path, run_id: str) -> Assembled:
                 verdict=result.get("verdict") if result.get("verdict") in VERDICTS else NOT_RUN,
                 exit_code=result.get("exit_code") if isinstance(result.get("exit_code"), int) else None,
                 duration_s=result.get("duration_s"),
-                note="",
+                note=" ".join(str(result.get("note") or "").split())[:200],
             )
             given = result.get("files") or {}
             cells = {
@@ -153,6 +162,8 @@ def assemble(root: Path, build: Path, run_id: str) -> Assembled:
             }
             entry["repository"] = _cell(result.get("repository"))
         entry["files"] = cells if stage.scope == "file" else {}
+        if name in step_outcomes:
+            _step_outcome(entry, step_outcomes[name])
         stages.append(entry)
 
     record: dict[str, Any] = {
@@ -173,15 +184,47 @@ def assemble(root: Path, build: Path, run_id: str) -> Assembled:
 
 
 def overall(stages: Sequence[Mapping[str, Any]]) -> str:
-    """fail when any stage failed (or gave no verdict); else not run when a stage `check`
-    requires did not run; else pass. The collector needs Docker: its absence is shown
-    in its column, and never fails or blocks the whole."""
+    """fail when any stage failed (or gave no verdict); else not run when any stage did
+    not run (the tests in a `check` alone, the collector without Docker); else pass. A
+    pass therefore means every stage ran and passed."""
     verdicts = [stage["verdict"] for stage in stages]
     if any(verdict not in (PASS, NOT_RUN) for verdict in verdicts):
         return FAIL
-    if any(stage["verdict"] == NOT_RUN for stage in stages if stage["required"]):
+    if NOT_RUN in verdicts:
         return NOT_RUN
     return PASS
+
+
+# What GitHub Actions calls a step's outcome (steps.<id>.outcome).
+STEP_OUTCOMES = ("success", "failure", "cancelled", "skipped")
+
+
+def _step_outcome(entry: dict[str, Any], outcome: str) -> None:
+    """Reconcile a stage with its CI step's outcome: a failed step is never a pass (the
+    step may have failed before the stage wrote anything, or after), and a step that
+    did not run says so."""
+    if outcome == "failure" and entry["verdict"] in (PASS, NOT_RUN):
+        said = "its result says pass" if entry["verdict"] == PASS else "it left no result"
+        entry["verdict"] = ERROR
+        entry["note"] = f"the job's {entry['name']} step failed, but {said}"
+        entry["repository"] = {**entry["repository"], "verdict": ERROR}
+    elif outcome in ("cancelled", "skipped") and entry["verdict"] == NOT_RUN:
+        entry["note"] = f"the job's {entry['name']} step was {outcome}"
+
+
+def parse_outcomes(text: str) -> dict[str, str]:
+    """`tests=failure check=success` -> {"tests": "failure", ...}; a UsageError for
+    anything else (an empty value, from a step that has no outcome yet, is left out)."""
+    found: dict[str, str] = {}
+    for item in text.split():
+        name, sep, outcome = item.partition("=")
+        if not sep or name not in STAGES:
+            raise UsageError(f"step outcome {item!r}: want STAGE=OUTCOME with a stage of {', '.join(STAGES)}")
+        if outcome and outcome not in STEP_OUTCOMES:
+            raise UsageError(f"step outcome {item!r}: {outcome!r} is not one of {', '.join(STEP_OUTCOMES)}")
+        if outcome:
+            found[name] = outcome
+    return found
 
 
 def load_schema() -> dict[str, Any]:
@@ -306,6 +349,13 @@ def _parser() -> argparse.ArgumentParser:
         f"(default: ${PULL_REQUEST_ENV})",
     )
     parser.add_argument(
+        "--step-outcomes",
+        metavar="STAGE=OUTCOME ...",
+        default=os.environ.get(OUTCOMES_ENV) or "",
+        help="what the CI job says of a stage's own step, e.g. `tests=failure` "
+        f"(steps.<id>.outcome; default ${OUTCOMES_ENV}): a failed step is never shown as a pass",
+    )
+    parser.add_argument(
         "--digest", action="store_true", help="print the digest of the existing record and exit"
     )
     return parser
@@ -334,7 +384,7 @@ def _run(args: argparse.Namespace) -> int:
             f"no run id: pass --run or set ${RUN_ENV}",
             hint="`nox -s check` sets it for every session of one run",
         )
-    assembled = assemble(ROOT, build, run_id)
+    assembled = assemble(ROOT, build, run_id, parse_outcomes(args.step_outcomes))
     text = json.dumps(assembled.record, indent=2, sort_keys=False) + "\n"
     write_bytes_atomic(build / RECORD_NAME, text.encode("utf-8"))
     markdown = matrix_markdown.render(
@@ -356,7 +406,7 @@ def _run(args: argparse.Namespace) -> int:
     record = assembled.record
     ran = sum(1 for stage in record["stages"] if stage["verdict"] != NOT_RUN)
     print(
-        f"check matrix: {record['verdict']} ({ran} of {len(record['stages'])} stages ran) -> "
+        f"check matrix: {headline(record)} ({ran} of {len(record['stages'])} stages ran) -> "
         f"{_shown(build / RECORD_NAME)}, {_shown(build / MARKDOWN_NAME)}; {digest(record)}"
     )
     return ExitCode.OK

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ci import inputs
-from ci.stages import ERROR, STAGES, Cell, Context, Outcome, stage_verdict
+from ci.stages import ERROR, PASS, STAGES, Cell, Context, Outcome, last_line, stage_verdict
 from tierops.atomic import write_bytes_atomic
 from tierops.checkmatrix import FORMAT
 from tierops.cli import guarded, parse
@@ -83,7 +83,10 @@ def run(name: str, command: Sequence[str], build: Path, environ: Mapping[str, st
         # A bug in reading the stage's report: say so in the record, then fail as one.
         note = "internal error while reading the stage's report"
         broken = Outcome(
-            3, {path: Cell(ERROR, note=note) for path in context.prod_files}, Cell(ERROR, note=note)
+            3,
+            {path: Cell(ERROR, note=note) for path in context.prod_files},
+            Cell(ERROR, note=note),
+            note=note,
         )
         _write(build, name, broken, run_id, started, time.monotonic() - clock)
         raise
@@ -103,13 +106,20 @@ def run(name: str, command: Sequence[str], build: Path, environ: Mapping[str, st
 
 
 def _write(build: Path, name: str, outcome: Outcome, run_id: str | None, digest: str, seconds: float) -> None:
+    verdict = outcome.verdict or stage_verdict(outcome.exit_code)
+    # One line of why a stage did not pass, for the record's notes: the stage's own, else
+    # the last line its tool printed (its error, or its summary of the findings).
+    note = outcome.note
+    if not note and verdict != PASS:
+        note = last_line(outcome.stderr) or last_line(outcome.stdout)
     result: dict[str, Any] = {
         "format": FORMAT,
         "stage": name,
         "run": run_id,
         "inputs_digest": digest,
         "exit_code": outcome.exit_code,
-        "verdict": stage_verdict(outcome.exit_code),
+        "verdict": verdict,
+        "note": note,
         "duration_s": round(seconds, 3),
         "files": {path: cell.as_json() for path, cell in sorted(outcome.files.items())},
         "repository": outcome.repository.as_json(),

@@ -3,7 +3,8 @@
 A stage runs the command its nox session names (unchanged: `python -m generators
 --check`, `pre-commit run ...`) and reads its verdict from the tool's own output:
 the machine formats where a tool has one (`python -m validators --format json`,
-`python -m rollout diff|plan --format json`, the collector's JSON file), the fixed
+`python -m rollout diff|plan --format json`, the collector's JSON file, pytest's
+JUnit XML), the fixed
 status words of its report where it has not (`ok`/`stale`/... of the generators,
 `ok`/`FAILED` and `path:line:col: [error] ... (rule)` of the compose check,
 pre-commit's `- hook id:`, mypy's `[code]`). Nothing here decides a verdict on its
@@ -24,6 +25,7 @@ import os
 import re
 import subprocess
 import tempfile
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +74,12 @@ class Outcome:
     stderr: str = ""
     facts: Mapping[str, Any] = field(default_factory=dict)  # for the record: compose binary, diff base
     markdown: str | None = None  # the diff's / plan's Markdown, for the rendering
+    # The stage's one line for the record (the tool's error, why it did not run); empty:
+    # ci.stage takes the last line the tool printed when the stage did not pass.
+    note: str = ""
+    # The stage's verdict when its exit code alone does not tell it (a collector that
+    # could not run exits 0 but passed nothing); None: from the exit code.
+    verdict: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,15 @@ def plain(text: str) -> str:
 def stage_verdict(exit_code: int) -> str:
     """A stage's own verdict from the exit-code table: 0 clean, 1 findings, else no verdict."""
     return {0: PASS, 1: FAIL}.get(exit_code, ERROR)
+
+
+def last_line(text: str, limit: int = 200) -> str:
+    """The last non-empty line a tool printed (its one-line error), plain and bounded."""
+    for line in reversed(plain(text).splitlines()):
+        if line.strip():
+            flat = " ".join(line.split())
+            return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    return ""
 
 
 def _error_cells(context: Context, note: str) -> dict[str, Cell]:
@@ -246,6 +263,7 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
         return Outcome(proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout)
     rendered: dict[str, tuple[bool, float | None]] = {}
     counts: dict[str, dict[str, int]] = {}
+    first_error = ""
     for line in plain(proc.stdout).splitlines():
         match = _RENDERED.match(line)
         if match:
@@ -258,6 +276,8 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
         finding = _FINDING.match(line)
         if finding:
             _count(counts, finding["path"], finding["rule"])
+            if not first_error and finding["level"] == "error":
+                first_error = line.split("] ", 1)[1]
     files: dict[str, Cell] = {}
     for path in context.prod_files:
         found = counts.get(path, {})
@@ -274,7 +294,13 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
             for rule, number in per.items():
                 elsewhere[rule] = elsewhere.get(rule, 0) + number
     facts = {"compose": _compose_facts_of(proc.stdout) or compose_facts()}
-    return Outcome(proc.returncode, files, _repository(proc.returncode, elsewhere), proc.stdout, facts=facts)
+    # The stage's one line: the check's own summary, and its first error (a missing dummy
+    # names the variable), rather than the summary alone.
+    summary = last_line(proc.stdout)
+    note = last_line(f"{summary}; first: {first_error}") if first_error else ""
+    return Outcome(
+        proc.returncode, files, _repository(proc.returncode, elsewhere), proc.stdout, facts=facts, note=note
+    )
 
 
 # Where the docker CLI looks for its plugins (docs.docker.com, "CLI plugins").
@@ -368,9 +394,18 @@ def _changes_run(
     code = data_proc.returncode
     err = data_proc.stderr
     if data is None or code not in (0, 2):
-        note = _exit_note(code) if code not in (0, 2) else "unreadable JSON report"
+        # The tool's own one line (an unknown base ref, say) is the stage's note, once;
+        # the files' cells say no more than that they got no verdict.
+        said = last_line(err)
+        note = said or (_exit_note(code) if code not in (0, 2) else "unreadable JSON report")
         return Outcome(
-            code or ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), log, err, markdown=log
+            code or ERROR_CODE,
+            {path: Cell(ERROR) for path in context.prod_files},
+            Cell(ERROR, note=note),
+            log,
+            err,
+            markdown=log,
+            note=note,
         )
     files: dict[str, Cell] = {path: Cell(PASS) for path in context.prod_files}
     for entry in data.get("files") or ():
@@ -483,7 +518,140 @@ def run_collector(command: Sequence[str], context: Context) -> Outcome:
         counts = {"collector-validate": 1} if verdict == FAIL else {}
         message = str(entry.get("message") or "")
         files[entry["file"]] = Cell(verdict, counts, message.splitlines()[0][:200] if message else "")
+    verdicts = {cell.verdict for cell in files.values()}
+    if proc.returncode == 0 and verdicts == {NOT_RUN}:
+        # Exit 0 without Docker is "nothing judged", never a pass: the column and the
+        # headline say why the collector did not run.
+        why = "no Docker" if data.get("docker") is False or _no_docker(files) else "no file was validated"
+        return Outcome(0, files, Cell(NOT_RUN, note=why), proc.stdout, note=why, verdict=NOT_RUN)
     return Outcome(proc.returncode, files, Cell(stage_verdict(proc.returncode)), proc.stdout)
+
+
+def _no_docker(files: Mapping[str, Cell]) -> bool:
+    return all(cell.note.startswith("not run (no Docker)") for cell in files.values())
+
+
+# --------------------------------------------------------------------------- tests
+
+JUNIT = "tests.junit.xml"  # in build/check/, beside the stage results
+MAX_FAILURES_SHOWN = 3  # test ids named in the note; the rest counted
+
+
+@dataclass(frozen=True)
+class JunitReport:
+    """What pytest's JUnit XML says: the counts and the ids of the tests that did not pass."""
+
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    failing: tuple[str, ...]  # failed and errored tests, in report order
+
+    def counts(self) -> dict[str, int]:
+        every = {"passed": self.passed, "failed": self.failed, "errors": self.errors, "skipped": self.skipped}
+        return {key: number for key, number in every.items() if number}
+
+    def summary(self) -> str:
+        """`3 failed, 1 error`: the words of the headline."""
+        parts = [f"{self.failed} failed"] if self.failed else []
+        if self.errors:
+            parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
+        return ", ".join(parts)
+
+    def note(self, limit: int = 200) -> str:
+        """The summary and the first failing ids that fit in `limit` characters, the rest counted."""
+        shown: list[str] = []
+        for test_id in self.failing[:MAX_FAILURES_SHOWN]:
+            if len(self._note([*shown, test_id])) > limit:
+                break
+            shown.append(test_id)
+        return self._note(shown)[:limit]
+
+    def _note(self, shown: Sequence[str]) -> str:
+        if not shown:
+            return self.summary()
+        rest = len(self.failing) - len(shown)
+        return f"{self.summary()}: {', '.join(shown)}" + (f" and {rest} more" if rest else "")
+
+
+def read_junit(path: Path, root: Path) -> JunitReport:
+    """Parse pytest's `--junitxml` report; ValueError when it is not one.
+
+    A testcase with a <failure> failed, with an <error> errored (a fixture or collection
+    error), with a <skipped> was skipped; any other testcase passed. Test ids are
+    pytest's node ids where the class name maps to a file under `root`."""
+    try:
+        tree = ET.parse(path)
+    except (OSError, ET.ParseError) as error:
+        raise ValueError(f"unreadable JUnit report {path.name}: {error}") from None
+    top = tree.getroot()
+    if top.tag not in ("testsuites", "testsuite"):
+        raise ValueError(f"{path.name} is not a JUnit report (root <{top.tag}>)")
+    passed = failed = errors = skipped = 0
+    failing: list[str] = []
+    for case in top.iter("testcase"):
+        kinds = {child.tag for child in case}
+        if "failure" in kinds:
+            failed += 1
+            failing.append(_test_id(case, root))
+        elif "error" in kinds:
+            errors += 1
+            failing.append(_test_id(case, root))
+        elif "skipped" in kinds:
+            skipped += 1
+        else:
+            passed += 1
+    return JunitReport(passed, failed, errors, skipped, tuple(failing))
+
+
+def _test_id(case: ET.Element, root: Path) -> str:
+    """`tests/ci/test_x.py::TestY::test_z` from pytest's dotted class name, where a prefix
+    of it is a file under `root`; else the dotted name and the test's."""
+    dotted = case.get("classname", "").split(".") if case.get("classname") else []
+    name = case.get("name", "?")
+    for cut in range(len(dotted), 0, -1):
+        module = Path(*dotted[:cut]).with_suffix(".py")
+        if (root / module).is_file():
+            return "::".join([module.as_posix(), *dotted[cut:], name])
+    return "::".join([".".join(dotted), name]) if dotted else name
+
+
+def run_tests(command: Sequence[str], context: Context) -> Outcome:
+    """pytest, its verdict read from its own `--junitxml` report (never from its text).
+
+    The report goes to build/check/tests.junit.xml, removed before pytest starts, so
+    only this run's is read. pytest's output goes straight to the terminal: a long
+    run shows its progress as it goes."""
+    junit = context.build / "check" / JUNIT
+    junit.unlink(missing_ok=True)
+    junit.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        proc = subprocess.run(
+            [*command, f"--junitxml={junit}"],
+            cwd=context.root,
+            stdin=subprocess.DEVNULL,
+            env=dict(context.environ),
+            check=False,
+        )
+        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    except OSError as error:
+        note = f"cannot run {command[0]!r}: {error}"
+        return Outcome(127, {}, Cell(ERROR, note=note), note=note)
+    try:
+        report = read_junit(junit, context.root)
+    except ValueError as error:
+        note = (
+            f"pytest exit {code}, and {error}" if junit.exists() else f"pytest exit {code}, no JUnit report"
+        )
+        return Outcome(code or ERROR_CODE, {}, Cell(ERROR, note=note), note=note)
+    if report.failing:
+        note = report.note()
+        return Outcome(code or 1, {}, Cell(FAIL, report.counts(), note), note=note, verdict=FAIL)
+    if code != 0:
+        # Nothing failed, yet pytest did not succeed: interrupted, a usage error, no tests.
+        note = f"pytest exit {code} with no failing test in its report"
+        return Outcome(code, {}, Cell(ERROR, report.counts(), note), note=note, verdict=ERROR)
+    return Outcome(0, {}, Cell(PASS, report.counts()), verdict=PASS)
 
 
 # --------------------------------------------------------------------------- the registry
@@ -502,5 +670,8 @@ STAGES: dict[str, Stage] = {
         Stage("plan", "file", True, "the rollout plan of that diff", run_plan),
         Stage("lint", "repository", True, "pre-commit hooks", run_lint),
         Stage("typecheck", "repository", True, "mypy --strict", run_typecheck),
+        # Not a prerequisite of `check`: the tests run in their own session (and CI step)
+        # under the same run id, so the record still has one verdict for both.
+        Stage("tests", "repository", False, "pytest (its JUnit XML report)", run_tests),
     )
 }

@@ -15,7 +15,7 @@ tags; the record is a small line-oriented text, written once:
 
     tierops-release: 1
     commit: <40 hex: the tagged commit>
-    verify: passed: nox -s check          (or: skipped (--no-verify), skipped (override): ...)
+    verify: passed: nox -s tests, nox -s check   (or: skipped (--no-verify), skipped (override): ...)
     check-matrix: sha256:<64 hex>         (only when the check at the commit wrote a record)
     service: prod/<file>.yaml <service> <12 hex>
     ...
@@ -62,10 +62,16 @@ MIN_TAG_AGE_ENV = "MIN_TAG_AGE_HOURS"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 DEFAULT_BRANCH = "main"
 TAG_REFS = "refs/tags/v0.0.*"
-# What `verify:` says. Only the project's own check, run at the commit, is `passed`;
-# a substituted command is recorded as what it is (tags.VerifyCommand.recorded).
-DEFAULT_VERIFY = "nox -s check"
-VERIFY_PASSED = f"passed: {DEFAULT_VERIFY}"
+# What `verify:` says. Only the project's own test suite and check, run at the commit
+# in one nox run (so the check-matrix record has the tests stage too), are `passed`; a
+# substituted command is recorded as what it is (tags.VerifyCommand.recorded).
+DEFAULT_VERIFY = "nox -s tests check"
+VERIFY_STAGES = ("nox -s tests", "nox -s check")
+VERIFY_PASSED = f"passed: {', '.join(VERIFY_STAGES)}"
+# What tags said before the tests were part of the verify: the check passed, the
+# tests were never run there. Still a verified tag (its check did pass), and `history`
+# says which half it covers.
+VERIFY_PASSED_CHECK_ONLY = "passed: nox -s check"
 VERIFY_SKIPPED = "skipped (--no-verify)"
 VERIFY_OVERRIDE = "skipped (override)"
 SHALLOW_HINT = "fetch the rest first: `git fetch --unshallow --tags`, then rerun"
@@ -110,7 +116,14 @@ class Record:
     def verified(self) -> bool:
         # Exactly the project's check: a record an older version wrote after running an
         # environment-supplied command (`passed: true`) is not taken at its word.
-        return self.verify == VERIFY_PASSED
+        return self.verify in (VERIFY_PASSED, VERIFY_PASSED_CHECK_ONLY)
+
+    @property
+    def tests_unverified(self) -> str | None:
+        """For a verified tag whose verify did not run the tests, what `history` says."""
+        if self.verify == VERIFY_PASSED_CHECK_ONLY:
+            return "verified by the check only: the tests were not run at this commit"
+        return None
 
     @property
     def unverified(self) -> str | None:

@@ -64,7 +64,7 @@ from rollout.release import (
     tag_number,
     version_order,
 )
-from tierops.checkmatrix import RECORD_NAME, read_digest
+from tierops.checkmatrix import RECORD_NAME, digest, failing, read_record
 from tierops.errors import RefusedError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode, interrupted
 from tierops.secrets import secret_key
@@ -416,9 +416,9 @@ def _number(name: str) -> int:
 class VerifyCommand:
     """The check to run at each commit, and where it came from.
 
-    The honest-record rule (issue 11): `verify: passed` is written only when the
-    project's own check (`nox -s check`, from the commit's own noxfile) ran there and
-    exited 0. Any other command, whether from --verify-command or $TIEROPS_RELEASE_VERIFY
+    The honest-record rule: `verify: passed` is written only when the project's own
+    test suite and check (`nox -s tests check`, from the commit's own noxfile) ran there
+    and exited 0. Any other command, whether from --verify-command or $TIEROPS_RELEASE_VERIFY
     (which exist to substitute a fast check in tests, or a narrower one by hand), is an
     override: it still runs and must exit 0, but the record says `skipped (override)`
     with the command line and its source, so `true`, `:` or `sh -c 'exit 0'` can never
@@ -464,7 +464,7 @@ class Verification:
 
 def verify_command(option: str | None, environ: Mapping[str, str]) -> VerifyCommand:
     """--verify-command, else $TIEROPS_RELEASE_VERIFY (when set and not empty), else
-    `nox -s check`."""
+    `nox -s tests check`."""
     if option is not None:
         raw, source = option, "--verify-command"
     elif environ.get(VERIFY_ENV):
@@ -583,7 +583,9 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
 
     When the command exits 0, the digest of the check-matrix record it wrote
     (build/check-matrix.json in the worktree, as `nox -s check` writes it) is the
-    evidence the tag records; a check that wrote none gives None."""
+    evidence the tag records; a check that wrote none gives None. When it fails, the
+    output ends with one line of the stages the record says failed (a failing test's
+    id among them)."""
     program = _program(command)
     tmp = Path(tempfile.mkdtemp(prefix="tierops-release-"))
     worktree = tmp / "worktree"
@@ -609,8 +611,11 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
                 )
                 guard.terminate()  # a signal that came while it started
                 output, returncode = _communicate(guard, guard.proc)
+                written = read_record(worktree / "build" / RECORD_NAME)
                 if returncode == 0:
-                    check_matrix = read_digest(worktree / "build" / RECORD_NAME)
+                    check_matrix = digest(written) if written is not None else None
+                elif written is not None:
+                    output = _with_failures(output, commit, written)
         finally:
             if guard.proc is not None and guard.proc.returncode is None:
                 # An error while it ran: never leave the check running on its own.
@@ -630,6 +635,22 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
             error.exit_code = ExitCode(interrupted(guard.received))
             raise error
     return Verification(commit, tuple(command), returncode, output, check_matrix)
+
+
+def _with_failures(output: str, commit: str, record: Mapping[str, Any]) -> str:
+    """The check's output ending in one line of what failed at `commit`, from the record it
+    wrote: `verify at 0123456789ab: tests: 3 failed: tests/test_x.py::test_y, ...`. The
+    refusal that follows it names the command and the exit code."""
+    parts: list[str] = []
+    for stage in record.get("stages") or ():
+        if not isinstance(stage, Mapping) or stage.get("verdict") not in ("fail", "error"):
+            continue
+        note = " ".join(str(stage.get("note") or "").split())
+        parts.append(f"{stage.get('name')}: {note}" if note else failing({"stages": [stage]})[0])
+    if not parts:
+        return output
+    ending = "" if output.endswith("\n") or not output else "\n"
+    return f"{output}{ending}verify at {commit[:12]}: {'; '.join(parts)}\n"
 
 
 def _communicate(guard: _SignalGuard, proc: subprocess.Popen[str]) -> tuple[str, int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +54,83 @@ def read_digest(path: Path) -> str | None:
     A file that is not JSON, not an object or not of this FORMAT gives None: the caller
     records "no evidence" rather than a digest of something else.
     """
+    data = read_record(path)
+    return None if data is None else digest(data)
+
+
+# --------------------------------------------------------------------------- the headline
+
+PASS, FAIL, ERROR, NOT_RUN = "pass", "fail", "error", "not run"
+MAX_NAMED_COUNTS = 2  # rule ids named for a failed repository-wide stage in the headline
+
+
+def headline(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> str:
+    """The record's verdict in one line, the same for the summary, the comment and a tag.
+
+    `pass` only when every stage ran and passed. Otherwise what failed first, then what
+    did not run and why: `fail: tests (3 failed)`, `fail: diff (error); collector not run
+    (no Docker)`, `incomplete: tests not run (no result from this run)`. `clean` makes
+    text that came from a tool (a note) safe where the line goes (Markdown)."""
+    stages = [stage for stage in record.get("stages") or () if isinstance(stage, Mapping)]
+    failed = failing(record, clean)
+    # Stages that did not run for the same reason share one clause.
+    reasons: dict[str, list[str]] = {}
+    for stage in stages:
+        if stage.get("verdict") == NOT_RUN:
+            reasons.setdefault(clean(str(stage.get("note") or "")), []).append(str(stage.get("name")))
+    missing = [
+        f"{', '.join(names)} not run" + (f" ({reason})" if reason else "")
+        for reason, names in reasons.items()
+    ]
+    if failed:
+        return "fail: " + ", ".join(failed) + "".join(f"; {item}" for item in missing)
+    if missing:
+        return "incomplete: " + "; ".join(missing)
+    return PASS if stages else "incomplete: no stage in the record"
+
+
+def failing(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> list[str]:
+    """The stages that failed or gave no verdict, each with what it counted:
+    `["tests (3 failed)", "diff (error)"]`; empty when none did."""
+    stages = [stage for stage in record.get("stages") or () if isinstance(stage, Mapping)]
+    failed = [_failed(stage, clean) for stage in stages if stage.get("verdict") in (FAIL, ERROR)]
+    failed += [
+        f"{stage.get('name')} (unknown verdict)"
+        for stage in stages
+        if stage.get("verdict") not in (PASS, FAIL, ERROR, NOT_RUN)
+    ]
+    return failed
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record at `path`, or None when there is none or it is not a record of this FORMAT."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return None
-    return digest(data)
+    return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+
+def _failed(stage: Mapping[str, Any], clean: Callable[[str], str]) -> str:
+    """`tests (3 failed)`, `validate (1 of 3 files)`, `lint (ruff-check 1)`, `diff (error)`."""
+    name = str(stage.get("name"))
+    if stage.get("verdict") == ERROR:
+        return f"{name} (error)"
+    repository = stage.get("repository") or {}
+    counts = repository.get("counts") or {} if isinstance(repository, Mapping) else {}
+    if name == "tests":
+        parts = [f"{counts['failed']} failed"] if counts.get("failed") else []
+        if counts.get("errors"):
+            parts.append(f"{counts['errors']} error{'s' if counts['errors'] != 1 else ''}")
+        return f"{name} ({', '.join(parts)})" if parts else name
+    files = stage.get("files") or {}
+    bad = [
+        path
+        for path, cell in files.items()
+        if isinstance(cell, Mapping) and cell.get("verdict") in (FAIL, ERROR)
+    ]
+    if bad:
+        return f"{name} ({len(bad)} of {len(files)} files)"
+    ranked = sorted(counts.items(), key=lambda item: (-int(item[1]), str(item[0])))[:MAX_NAMED_COUNTS]
+    named = ", ".join(f"{clean(str(rule))} {int(number)}" for rule, number in ranked)
+    return f"{name} ({named})" if ranked else name

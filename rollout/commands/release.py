@@ -18,10 +18,11 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rollout import git, release, rollback, tags
+from rollout import changelog, git, release, rollback, tags
 from rollout.masking import protect_source
 from tierops.errors import InputError
 from tierops.exitcodes import ExitCode, epilog
@@ -71,12 +72,15 @@ took the number first, the remote's tags are read again and the next number is t
 """
 
 HISTORY_DESCRIPTION = f"""\
-List the release tags at which the definition of FILE's services (all of them, or the
-ones named) changed, newest first, with the commit date, the tag date, the evidence
-(the first 12 hex of the check-matrix digest the tag records; `-` for none) and
-whether the tag is deployable yet: compose-manager refuses a tag whose commit is younger than
-MIN_TAG_AGE_HOURS (--min-tag-age-hours, else ${release.MIN_TAG_AGE_ENV}, else
-{release.DEFAULT_MIN_TAG_AGE_HOURS}). v0.0.* tags that are not release tags are listed as
+A changelog of FILE's services (all of them, or the ones named): the release tags at
+which their definition changed, newest first. Per tag: its commit, commit date and
+subject, the author, the tag date; whether it is deployable yet and from when
+(compose-manager refuses a tag whose commit is younger than MIN_TAG_AGE_HOURS:
+--min-tag-age-hours, else ${release.MIN_TAG_AGE_ENV}, else {release.DEFAULT_MIN_TAG_AGE_HOURS});
+the definition digest and the evidence (the first 12 hex of the check-matrix digest the
+tag records; `-` for none); then one line per service of what changed since the
+previous tag listed, in the semantic diff's words (at most {changelog.MAX_CHANGES} changes
+a service, then "and N more"). v0.0.* tags that are not release tags are listed as
 ignored, with the reason. Reads the tags of this clone: `git fetch --tags` first; a
 shallow clone is refused (`git fetch --unshallow --tags`).
 """
@@ -145,6 +149,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     history.add_argument("file", help="a prod file, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml")
     history.add_argument("services", nargs="*", metavar="service", help="only these services (default: all)")
+    history.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default text)"
+    )
 
     back = sub.add_parser(
         "rollback",
@@ -305,34 +312,91 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
     protect_file_at_tags(repo, file, all_tags)
     found = release.history(all_tags, file, args.services)
     now = release.utcnow()
+    entries = changelog.changelog(repo, found)
+    if args.format == "json":
+        print(json.dumps(_history_json(found, entries, gate, now), indent=2))
+        return ExitCode.OK
     what = f"{file} {' '.join(found.services)}" if found.services else f"{file} (all services)"
     print(f"{what}: {len(found.changes)} definitions in {found.tags_read} release tags, newest first")
     print(f"age gate: MIN_TAG_AGE_HOURS={gate.hours} on the commit date; now {release.format_time(now)}")
-    rows = [("tag", "commit", "committed", "tagged", "deployable", "definition", "check matrix", "")]
-    for change in found.changes:
-        tag = change.tag
-        unverified = tag.record.unverified
-        note = f"{change.note}; {unverified}" if unverified else change.note
-        tagged = release.format_time(tag.tag_time) if tag.tag_time else "-"
-        rows.append(
-            (
-                tag.name,
-                tag.short,
-                release.format_time(tag.commit_time),
-                tagged,
-                gate.describe(tag, now),
-                change.digest,
-                # The evidence: the first 12 hex of the check-matrix digest, "-" for none.
-                tag.record.check_matrix.removeprefix("sha256:")[:12] if tag.record.check_matrix else "-",
-                note,
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    for entry in entries:
+        print("")
+        for line in _history_entry(entry, gate, now):
+            print(line)
+    if found.ignored:
+        print("")
     for ignored in found.ignored:
         print(f"note: {ignored.name} ignored: {ignored.reason}")
     return ExitCode.OK
+
+
+def _deployable(tag: release.ReleaseTag, gate: release.AgeGate, now: datetime) -> str:
+    since = release.format_time(gate.deployable_from(tag))
+    return f"yes (since {since})" if gate.deployable(tag, now) else f"no, from {since}"
+
+
+def _how_tagged(tag: release.ReleaseTag) -> list[str]:
+    """What the tag's verify covered, when that is less than the tests and the check."""
+    return [note for note in (tag.record.unverified, tag.record.tests_unverified) if note]
+
+
+def _history_entry(entry: changelog.Entry, gate: release.AgeGate, now: datetime) -> list[str]:
+    """One tag as a changelog entry: the tag, its commit and subject; when it is
+    deployable and what it records; then one line per service of what changed."""
+    tag, change = entry.change.tag, entry.change
+    evidence = tag.record.check_matrix.removeprefix("sha256:")[:12] if tag.record.check_matrix else "-"
+    tagged = release.format_time(tag.tag_time) if tag.tag_time else "-"
+    facts = [
+        f"deployable: {_deployable(tag, gate, now)}",
+        change.note,
+        f"definition {change.digest}",
+        f"check matrix {evidence}",
+    ]
+    lines = [
+        f"{tag.name}  {tag.short}  {release.format_time(tag.commit_time)}  {entry.commit.subject}",
+        f"  by {entry.commit.author}; tagged {tagged}",
+        "  " + "; ".join(facts),
+        *(f"  note: {note}" for note in _how_tagged(tag)),
+    ]
+    lines += [f"  - {line}" for line in entry.lines]
+    if entry.error:
+        lines.append(f"  - (what changed is not shown: {entry.error})")
+    return lines
+
+
+def _history_json(
+    found: release.History, entries: list[changelog.Entry], gate: release.AgeGate, now: datetime
+) -> dict[str, Any]:
+    return {
+        "file": found.file,
+        "services": list(found.services),
+        "tags_read": found.tags_read,
+        "min_tag_age_hours": gate.hours,
+        "now": release.format_time(now),
+        "tags": [
+            {
+                "tag": entry.change.tag.name,
+                "commit": entry.change.tag.commit,
+                "subject": entry.commit.subject,
+                "author": entry.commit.author,
+                "committed": release.format_time(entry.change.tag.commit_time),
+                "tagged": release.format_time(entry.change.tag.tag_time)
+                if entry.change.tag.tag_time
+                else None,
+                "deployable": gate.deployable(entry.change.tag, now),
+                "deployable_from": release.format_time(gate.deployable_from(entry.change.tag)),
+                "change": entry.change.note,
+                "definition": entry.change.digest,
+                "verify": entry.change.tag.record.verify,
+                "verified": entry.change.tag.record.verified,
+                "check_matrix": entry.change.tag.record.check_matrix,
+                "changes": list(entry.lines),
+                "changes_error": entry.error,
+            }
+            for entry in entries
+        ],
+        "ignored": [{"tag": tag.name, "reason": tag.reason} for tag in found.ignored],
+    }
 
 
 # --------------------------------------------------------------------------- rollback

@@ -1,7 +1,8 @@
 """Check-matrix records for the rendering, schema and comment tests: built as ci/record.py builds them.
 
 `sample_record()` is a run over the three real prod file names where validate failed
-on one file, lint failed, and the collector did not run; `many_files(n)` scales the
+on one file, lint failed, the collector did not run and the tests passed;
+`passing_record()` the same run with every stage passed; `many_files(n)` scales the
 rows for the size tests. Both are fixed data, so the golden files stay stable.
 """
 
@@ -28,6 +29,7 @@ STAGES = (
     ("plan", "file", True),
     ("lint", "repository", True),
     ("typecheck", "repository", True),
+    ("tests", "repository", False),
 )
 
 
@@ -68,6 +70,7 @@ def sample_record(files: tuple[str, ...] = FILES) -> dict[str, Any]:
     lint = stages["lint"]
     lint.update(verdict="fail", exit_code=1)
     lint["repository"] = cell("fail", {"ruff-check": 1, "check-yaml": 1})
+    stages["tests"]["repository"] = cell("pass", {"passed": 412, "skipped": 3})
     return {
         "format": 1,
         "verdict": "fail",
@@ -100,6 +103,14 @@ def sample_record(files: tuple[str, ...] = FILES) -> dict[str, Any]:
             "base": {"ref": "origin/main", "commit": BASE, "how": "merge-base of HEAD and origin/main"},
         },
     }
+
+
+def passing_record(files: tuple[str, ...] = FILES) -> dict[str, Any]:
+    """The sample run with every stage run and passed: the one record whose headline is `pass`."""
+    record = sample_record(files)
+    record["stages"] = [_stage(name, scope, required, files) for name, scope, required in STAGES]
+    record["verdict"] = "pass"
+    return record
 
 
 def many_files(count: int) -> dict[str, Any]:

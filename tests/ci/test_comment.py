@@ -12,7 +12,7 @@ from ci import comment
 from ci.comment import GitHub, GitHubError, load_artifact, upsert
 from ci.matrix_markdown import COMMENT_LIMIT, MARKER, size
 from tests.ci.fake_github import BOT, TOKEN, fake_github
-from tests.ci.matrix_records import COMMIT, diff_markdown, plan_markdown, sample_record
+from tests.ci.matrix_records import COMMIT, diff_markdown, passing_record, plan_markdown, sample_record
 
 REPO = "tierops/tierops"
 RUN_URL = "https://github.com/tierops/tierops/actions/runs/42"
@@ -64,8 +64,7 @@ def test_create_then_update_then_skip_when_unchanged(
         assert state.writes() == [("POST", f"/repos/{REPO}/issues/7/comments")]
 
         # a new push: another record, the same comment edited in place
-        record = sample_record()
-        record["verdict"] = "pass"
+        record = passing_record()
         write_artifact(artifact, record)
         assert cli(artifact, api, "--run-url", RUN_URL) == 0
         assert capsys.readouterr().out == f"updated comment {ours['id']} on {REPO}#7\n"

@@ -22,7 +22,7 @@ from tests.ci.matrix_records import FILES, diff_markdown, many_files, plan_markd
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 RUN_URL = "https://github.com/tierops/tierops/actions/runs/123"
-STAGE_NAMES = ["generated", "validate", "compose", "collector", "diff", "plan", "lint", "typecheck"]
+STAGE_NAMES = ["generated", "validate", "compose", "collector", "diff", "plan", "lint", "typecheck", "tests"]
 
 
 def golden(name: str, text: str) -> None:
@@ -76,7 +76,10 @@ def details_balance(text: str) -> list[int]:
 def test_the_comment_of_a_failing_run_is_the_golden_file() -> None:
     text = render(sample_record(), diff_markdown(), plan_markdown(), run_url=RUN_URL, marker=True)
     golden("matrix-comment.md", text)
-    assert text.startswith(MARKER + "\n### Check matrix: **fail**\n")
+    assert text.startswith(
+        MARKER + "\n### Check matrix: **fail**: validate (1 of 3 files), lint (check-yaml 1, ruff-check 1); "
+        "collector not run (no result from this run)\n"
+    )
 
 
 def test_a_truncated_comment_is_the_golden_file() -> None:
@@ -222,4 +225,4 @@ def test_many_rule_ids_in_one_cell_show_the_largest_four_and_a_rest() -> None:
         verdict="fail", counts={"a": 1, "b": 5, "c": 2, "d": 2, "e": 3, "f": 1}
     )
     row = tables(parse(render(record, None, None)))[0][-1]
-    assert row[-1] == "**fail** · b 5, e 3, c 2, d 2, +2 more"
+    assert row[STAGE_NAMES.index("typecheck") + 1] == "**fail** · b 5, e 3, c 2, d 2, +2 more"

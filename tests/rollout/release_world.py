@@ -46,10 +46,12 @@ CHECK = shlex.join(
 # What `tag` prints and records for CHECK: it is an override of `nox -s check`, so the
 # tag records it as that, never as `passed` (issue 11).
 OVERRIDE_LINE = (
-    f"verify: `{CHECK}` from $TIEROPS_RELEASE_VERIFY replaces `nox -s check`: "
+    f"verify: `{CHECK}` from $TIEROPS_RELEASE_VERIFY replaces `nox -s tests check`: "
     "tags record it as skipped (override), never as passed\n"
 )
-OVERRIDDEN = f"skipped (override): `{CHECK}` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s check`"
+OVERRIDDEN = (
+    f"skipped (override): `{CHECK}` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s tests check`"
+)
 VIA_CHECK = "NOT verified: skipped (override)"
 
 # Variables a git hook sets for its own repository; a nested git in another clone

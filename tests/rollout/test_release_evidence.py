@@ -13,6 +13,7 @@ import pytest
 
 from rollout import release
 from rollout.cli import main
+from tests.rollout.history_text import shown
 from tests.rollout.release_world import LONG, R2, T0, World, days, git, isolate_git, make_world, set_flag
 from tierops.checkmatrix import digest
 
@@ -84,11 +85,10 @@ def test_history_shows_the_evidence_of_each_tag_and_a_dash_for_none(
 
     assert main(["release", "history", LONG, R2, "--repo", str(world.a)]) == 0
 
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[2].split()[-2:] == ["check", "matrix"]
+    newer, older = shown(capsys.readouterr().out)
     short = digest(RECORD).removeprefix("sha256:")[:12]
-    assert lines[3].split()[0] == "v0.0.2" and lines[3].split()[6] == short
-    assert lines[4].split()[0] == "v0.0.1" and lines[4].split()[6] == "-"
+    assert (newer.tag, newer.check_matrix) == ("v0.0.2", short)
+    assert (older.tag, older.check_matrix) == ("v0.0.1", "-")
 
 
 def test_an_old_record_without_the_line_still_reads() -> None:

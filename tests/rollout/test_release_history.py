@@ -17,6 +17,7 @@ import pytest
 
 from rollout import deployer, release
 from rollout.cli import main
+from tests.rollout.history_text import shown
 from tests.rollout.release_world import (
     CANARY,
     LONG,
@@ -130,18 +131,36 @@ def test_history_of_r2_lists_its_three_changes_and_its_first_record_newest_first
 
     digests = {tag.name: tag.record.digests[LONG][R2] for tag in release.read_tags(world.a).releases}
     short = {name: commit[:12] for name, commit in commits.items()}
+    by = "  by Release Test <release@example.invalid>; tagged"
     assert capsys.readouterr().out == (
         f"{LONG} {R2}: 4 definitions in 6 release tags, newest first\n"
         "age gate: MIN_TAG_AGE_HOURS=48 on the commit date; now 2026-10-11T12:00:00Z\n"
-        "tag     commit        committed             tagged                deployable  definition    check matrix\n"
-        f"v0.0.5  {short['v0.0.5']}  2026-10-05T12:00:00Z  2026-10-05T12:10:00Z  yes         "
-        f"{digests['v0.0.5']}  -             changed; tagged with --no-verify\n"
-        f"v0.0.4  {short['v0.0.4']}  2026-10-04T12:00:00Z  2026-10-04T12:10:00Z  yes         "
-        f"{digests['v0.0.4']}  -             changed; tagged with --no-verify\n"
-        f"v0.0.2  {short['v0.0.2']}  2026-10-02T12:00:00Z  2026-10-02T12:10:00Z  yes         "
-        f"{digests['v0.0.2']}  -             changed; tagged with --no-verify\n"
-        f"v0.0.1  {short['v0.0.1']}  2026-10-01T12:00:00Z  2026-10-01T12:10:00Z  yes         "
-        f"{digests['v0.0.1']}  -             first recorded; tagged with --no-verify\n"
+        "\n"
+        f"v0.0.5  {short['v0.0.5']}  2026-10-05T12:00:00Z  r2: 16 running requests\n"
+        f"{by} 2026-10-05T12:10:00Z\n"
+        f"  deployable: yes (since 2026-10-07T12:00:00Z); changed; definition {digests['v0.0.5']}; check matrix -\n"
+        "  note: tagged with --no-verify\n"
+        f"  - {R2}: --max-running-requests: 24 -> 16\n"
+        "\n"
+        f"v0.0.4  {short['v0.0.4']}  2026-10-04T12:00:00Z  r2: queue 4\n"
+        f"{by} 2026-10-04T12:10:00Z\n"
+        f"  deployable: yes (since 2026-10-06T12:00:00Z); changed; definition {digests['v0.0.4']}; check matrix -\n"
+        "  note: tagged with --no-verify\n"
+        f"  - {R2}: --max-queued-requests: 8 -> 4\n"
+        "\n"
+        # compared with v0.0.1, the previous tag listed: v0.0.3 changed r1 only
+        f"v0.0.2  {short['v0.0.2']}  2026-10-02T12:00:00Z  r2: 24 running requests\n"
+        f"{by} 2026-10-02T12:10:00Z\n"
+        f"  deployable: yes (since 2026-10-04T12:00:00Z); changed; definition {digests['v0.0.2']}; check matrix -\n"
+        "  note: tagged with --no-verify\n"
+        f"  - {R2}: --max-running-requests: 32 -> 24\n"
+        "\n"
+        f"v0.0.1  {short['v0.0.1']}  2026-10-01T12:00:00Z  base: two prod files\n"
+        f"{by} 2026-10-01T12:10:00Z\n"
+        f"  deployable: yes (since 2026-10-03T12:00:00Z); first recorded; definition {digests['v0.0.1']}; "
+        "check matrix -\n"
+        "  note: tagged with --no-verify\n"
+        f"  - first recorded: 1 service ({R2})\n"
     )
     assert len({digests[name] for name in ("v0.0.5", "v0.0.4", "v0.0.2", "v0.0.1")}) == 4
     assert digests["v0.0.6"] == digests["v0.0.5"] and digests["v0.0.3"] == digests["v0.0.2"]
@@ -156,8 +175,10 @@ def test_history_of_r1_lists_its_one_change(
 
     assert run(world, "history", LONG, R1) == 0
 
-    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines()[3:]]
-    assert rows == ["v0.0.3", "v0.0.1"]
+    entries = shown(capsys.readouterr().out)
+    assert [entry.tag for entry in entries] == ["v0.0.3", "v0.0.1"]
+    # v0.0.3 against v0.0.1, the previous tag listed for r1
+    assert entries[0].changes == (f"{R1}: --max-running-requests: 32 -> 24",)
 
 
 def test_history_of_a_whole_file_lists_every_tag_that_changed_any_of_its_services(
@@ -171,13 +192,12 @@ def test_history_of_a_whole_file_lists_every_tag_that_changed_any_of_its_service
 
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"{LONG} (all services): 5 definitions in 6 release tags, newest first"
-    assert [line.split()[0] for line in out.splitlines()[3:]] == [
-        "v0.0.5",
-        "v0.0.4",
-        "v0.0.3",
-        "v0.0.2",
-        "v0.0.1",
-    ]
+    entries = shown(out)
+    assert [entry.tag for entry in entries] == ["v0.0.5", "v0.0.4", "v0.0.3", "v0.0.2", "v0.0.1"]
+    # each against the one below it: the whole file's changes, one line per service
+    assert entries[2].changes == (f"{R1}: --max-running-requests: 32 -> 24",)
+    assert entries[2].subject == "r1: 24 running requests"
+    assert entries[-1].changes[0].startswith("first recorded: 8 services (")
 
 
 def test_history_reports_tags_younger_than_the_gate_as_not_deployable_yet(
@@ -189,10 +209,10 @@ def test_history_reports_tags_younger_than_the_gate_as_not_deployable_yet(
 
     assert run(world, "history", LONG, R2) == 0
 
-    deployable = [line.split()[4:7] for line in capsys.readouterr().out.splitlines()[3:]]
-    assert deployable[0] == ["no,", "from", "2026-10-07T12:00:00Z"]
-    assert deployable[1] == ["no,", "from", "2026-10-06T12:00:00Z"]
-    assert deployable[2][0] == "yes"
+    deployable = [entry.deployable for entry in shown(capsys.readouterr().out)]
+    assert deployable[0] == "no, from 2026-10-07T12:00:00Z"
+    assert deployable[1] == "no, from 2026-10-06T12:00:00Z"
+    assert deployable[2] == "yes (since 2026-10-04T12:00:00Z)"
 
 
 def test_the_gate_is_configurable_by_environment_and_by_option(
@@ -208,8 +228,8 @@ def test_the_gate_is_configurable_by_environment_and_by_option(
     assert run(world, "history", LONG, R2, "--min-tag-age-hours", "72") == 0
     option_out = capsys.readouterr().out
 
-    assert "MIN_TAG_AGE_HOURS=12" in env_out and env_out.splitlines()[3].split()[4] == "yes"
-    assert "MIN_TAG_AGE_HOURS=72" in option_out and option_out.splitlines()[4].split()[4] == "no,"
+    assert "MIN_TAG_AGE_HOURS=12" in env_out and shown(env_out)[0].deployable.startswith("yes")
+    assert "MIN_TAG_AGE_HOURS=72" in option_out and shown(option_out)[1].deployable.startswith("no,")
 
 
 def test_a_gate_that_is_not_a_whole_number_is_a_usage_error(
@@ -283,10 +303,11 @@ def test_every_v0_0_tag_that_is_not_a_release_is_listed_with_the_reason_and_neve
 
     assert run(world, "history", LONG, R2) == 0
 
-    out = capsys.readouterr().out.splitlines()
+    text = capsys.readouterr().out
+    out = text.splitlines()
     assert out[0] == f"{LONG} {R2}: 1 definitions in 1 release tags, newest first"
-    assert out[3].startswith("v0.0.1 ")
-    assert out[4:] == [
+    assert [entry.tag for entry in shown(text)] == ["v0.0.1"]
+    assert out[-4:] == [
         f"note: v0.0.5 ignored: its commit {base[:12]} is already released as v0.0.1",
         f"note: v0.0.50 ignored: its commit {side[:12]} is not on the first-parent history of main",
         "note: v0.0.07 ignored: not a release name: releases are exactly v0.0.N (no suffix such as -rc, "
@@ -363,11 +384,12 @@ def test_history_shows_a_check_override_and_rollback_warns_about_it(
     assert run(world, "rollback", LONG, R2, "--from", "v0.0.2", "--format", "json") == 0
     deployed = json.loads(capsys.readouterr().out)["deployed"]
 
-    assert history_out[3].endswith("changed; tagged with the check skipped (override)")
-    assert history_out[4].endswith("first recorded; tagged with --no-verify")
+    newer, older = shown("\n".join(history_out))
+    assert (newer.change, newer.notes) == ("changed", ("tagged with the check skipped (override)",))
+    assert (older.change, older.notes) == ("first recorded", ("tagged with --no-verify",))
     assert (deployed["verified"], deployed["verify"]) == (
         False,
-        "skipped (override): `true` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s check`",
+        "skipped (override): `true` from $TIEROPS_RELEASE_VERIFY exited 0 instead of `nox -s tests check`",
     )
 
 

@@ -24,7 +24,7 @@ from rollout.tags import KILL_GRACE_ENV, KILL_GRACE_SECONDS, kill_grace_seconds
 from tests.rollout.release_world import ROOT, World, git, isolate_git, make_world
 
 OVERRIDE_TAIL = (
-    "from $TIEROPS_RELEASE_VERIFY replaces `nox -s check`: tags record it as skipped (override), never as passed\n"
+    "from $TIEROPS_RELEASE_VERIFY replaces `nox -s tests check`: tags record it as skipped (override), never as passed\n"
     "no release tag on main yet: tagging only {head}; older commits stay untagged\n"
 )
 

@@ -17,6 +17,7 @@ import pytest
 
 from rollout import release, tags
 from rollout.cli import main
+from tests.rollout.history_text import shown
 from tests.rollout.release_world import (
     CHECK,
     LONG,
@@ -626,32 +627,30 @@ def test_no_substituted_check_is_ever_recorded_as_passed(
 
     record = _record(world.a, "v0.0.1")
     assert (
-        record.verify == f"skipped (override): `{command}` from {source} exited 0 instead of `nox -s check`"
+        record.verify
+        == f"skipped (override): `{command}` from {source} exited 0 instead of `nox -s tests check`"
     )
     assert not record.verified
     assert capsys.readouterr().out == (
-        f"verify: `{command}` from {source} replaces `nox -s check`: tags record it as skipped (override), "
+        f"verify: `{command}` from {source} replaces `nox -s tests check`: tags record it as skipped (override), "
         "never as passed\n"
         f"no release tag on main yet: tagging only {head[:12]}; older commits stay untagged\n"
         f"created v0.0.1 on {head[:12]} (NOT verified: skipped (override))\n"
     )
     assert main(["release", "history", LONG, R2, "--repo", str(world.a)]) == 0
-    assert (
-        capsys.readouterr()
-        .out.splitlines()[3]
-        .endswith("first recorded; tagged with the check skipped (override)")
-    )
+    (entry,) = shown(capsys.readouterr().out)
+    assert (entry.change, entry.notes) == ("first recorded", ("tagged with the check skipped (override)",))
 
 
 def _stub_nox(directory: Path) -> Path:
     """A `nox` for the test's PATH (the real one takes minutes): it runs the cheap check,
-    and only for `-s check`."""
+    and only for `-s tests check` (the suite and the check in one run)."""
     directory.mkdir()
     stub = directory / "nox"
     stub.write_text(
         f"#!{sys.executable}\n"
         "import pathlib, sys\n"
-        "assert sys.argv[1:] == ['-s', 'check'], sys.argv\n"
+        "assert sys.argv[1:] == ['-s', 'tests', 'check'], sys.argv\n"
         "sys.exit(int(pathlib.Path('BROKEN').exists()))\n",
         encoding="utf-8",
     )
@@ -676,8 +675,10 @@ def test_only_the_projects_own_check_is_recorded_as_passed(
 
     assert tag(world.a) == 0
 
-    assert _record(world.a, "v0.0.1").verify == "passed: nox -s check"
-    assert capsys.readouterr().out.endswith(f"created v0.0.1 on {head[:12]} (check passed: nox -s check)\n")
+    assert _record(world.a, "v0.0.1").verify == "passed: nox -s tests, nox -s check"
+    assert capsys.readouterr().out.endswith(
+        f"created v0.0.1 on {head[:12]} (check passed: nox -s tests, nox -s check)\n"
+    )
 
 
 def test_a_record_that_calls_another_command_passed_is_not_taken_at_its_word() -> None:
@@ -830,7 +831,7 @@ def test_every_release_help_shows_the_exit_codes_and_what_runs(capsys: pytest.Ca
         assert "exit codes:\n  0  clean\n" in out
         assert "  3  internal error" in out
         if action == "tag":
-            assert "$TIEROPS_RELEASE_VERIFY" in out and "`nox -s check`" in out
+            assert "$TIEROPS_RELEASE_VERIFY" in out and "`nox -s tests check`" in out
 
 
 def test_python_m_rollout_release_tag_runs_as_a_module(world: World) -> None:
