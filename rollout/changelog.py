@@ -83,7 +83,7 @@ def changelog(repo: Path, found: History) -> list[Entry]:
             continue
         try:
             lines = summary(repo, found.file, older.tag.commit, change.tag.commit, found.services)
-        except _Unreadable as error:
+        except Unreadable as error:
             entries.append(Entry(change, commit, (), str(error)))
             continue
         entries.append(Entry(change, commit, tuple(lines)))
@@ -100,7 +100,7 @@ def first_recorded(change: Change, found: History) -> str:
     return f"first recorded: {len(names)} service{'s' if len(names) != 1 else ''} ({shown or 'none'})"
 
 
-class _Unreadable(Exception):
+class Unreadable(Exception):
     """The diff could not read the file at one of the two tags."""
 
 
@@ -113,7 +113,7 @@ def summary(repo: Path, file: str, older: str, newer: str, services: Sequence[st
         return []
     (changed,) = compare_file(file, before, after, Side(older[:12], older), Side(newer[:12], newer))
     if changed.status is Status.ERROR:
-        raise _Unreadable(f"the diff cannot read it: {changed.error}")
+        raise Unreadable(f"the diff cannot read it: {changed.error}")
     changed = mask_file(changed)
     if changed.status is Status.UNCHANGED:
         return ["no semantic change (formatting, comments or spelling only)"]

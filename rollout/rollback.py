@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rollout import git
+from rollout import changelog, git
 from rollout.changes import ABSENT, Aspect, Change, Op
 from rollout.checks import VARIANT_LABEL, Check, checks_for
 from rollout.forms import load_documents
@@ -66,6 +66,8 @@ class Rollback:
     followers: tuple[str, ...] = ()
     # Why telemetry that differs too is left alone (it would mislabel another service).
     warnings: tuple[str, ...] = ()
+    # What the rollback applies, in the diff's words: one line per service it recreates.
+    applies: tuple[str, ...] = ()
 
 
 def choose_target(
@@ -225,7 +227,20 @@ def plan_rollback(
         ignored,
         followers,
         warnings,
+        _applies(repo, file, deployed, target, (*changed, *followers)),
     )
+
+
+def _applies(
+    repo: Path, file: str, deployed: ReleaseTag, target: ReleaseTag, services: Sequence[str]
+) -> tuple[str, ...]:
+    """The diff from the deployed tag to the target, per service the rollback recreates."""
+    if not services:
+        return ()
+    try:
+        return tuple(changelog.summary(repo, file, deployed.commit, target.commit, services))
+    except changelog.Unreadable as error:
+        return (f"(the diff cannot say what it applies: {error})",)
 
 
 def _telemetry(

@@ -463,6 +463,9 @@ def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_f
         lines.append(f"  warning: {target.name} was {target.record.unverified}: its check never passed")
     for ignored in plan.ignored:
         lines.append(f"  note: {ignored.name} ignored: {ignored.reason}")
+    if plan.applies:
+        lines.append(f"  it applies ({deployed.name} -> {target.name}, the diff's words):")
+        lines += [f"    {line}" for line in plan.applies]
     lines += [
         "",
         "steps, in order, one service at a time (compose-manager's down has no dry run: the preview before "
@@ -501,6 +504,7 @@ def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, 
         "services": list(plan.services),
         "changed": list(plan.changed),
         "followers": list(plan.followers),
+        "applies": list(plan.applies),
         "warnings": list(plan.warnings),
         "unchanged": list(plan.unchanged),
         "deployed": tag_json(plan.deployed),

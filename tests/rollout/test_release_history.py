@@ -495,6 +495,9 @@ def test_rolling_back_r2_of_the_long_context_file_prints_safe_ordered_steps(
         f" 4. verify {R2}",
     ]
     assert "--dry-run" not in out.split(" 2. down")[1].split(" 3. up")[0]
+    # What it reverts, in the diff's words: back to v0.0.4's 24 running requests.
+    applies = out.split("  it applies (v0.0.6 -> v0.0.4, the diff's words):\n")[1].splitlines()[0]
+    assert applies.startswith(f"    {R2}: ") and "--max-running-requests" in applies and "-> 24" in applies
     assert code == 0
 
 
