@@ -361,4 +361,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from tierops.entry import launch
+
+    launch(main)

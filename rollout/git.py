@@ -30,7 +30,11 @@ def run(repo: Path, args: Sequence[str], *, check: bool = True) -> subprocess.Co
             cwd=repo,
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            text=True,
+            # git's own bytes, whatever the locale: paths and messages are UTF-8 here, and
+            # a byte that is not round-trips (surrogateescape) instead of crashing a run
+            # under LC_ALL=C or ISO-8859-1.
+            encoding="utf-8",
+            errors="surrogateescape",
             check=False,
             env=env,
         )

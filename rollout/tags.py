@@ -603,7 +603,8 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
-                    text=True,
+                    encoding="utf-8",
+                    errors="replace",  # the check's log, shown; never a reason to crash
                     env=env,
                     start_new_session=True,
                 )
@@ -714,7 +715,9 @@ def make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
     # The committer identity, as `git tag` uses (CI sets GIT_COMMITTER_NAME/EMAIL).
     ident = git.run(repo, ["var", "GIT_COMMITTER_IDENT"]).stdout.strip()
     body = f"object {commit}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}"
-    proc = subprocess.run(["git", "mktag"], cwd=repo, input=body, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "mktag"], cwd=repo, input=body, capture_output=True, encoding="utf-8", check=False
+    )
     if proc.returncode != 0:
         raise git.GitError(f"git mktag: {proc.stderr.strip() or proc.returncode}")
     return proc.stdout.strip()
