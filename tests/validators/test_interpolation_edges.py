@@ -107,7 +107,9 @@ def test_a_byte_order_mark_inside_the_file_is_named_where_compose_refuses_it(
     ],
     ids=repr,
 )
-def test_names_and_braces_read_as_compose_reads_them(tmp_path: Path, pinned: ComposeBinary, value: str) -> None:
+def test_names_and_braces_read_as_compose_reads_them(
+    tmp_path: Path, pinned: ComposeBinary, value: str
+) -> None:
     path = _compose_file(tmp_path, value)
     scan = scan_file(path, "edge.yaml")
     env_file = tmp_path / "test.env"
@@ -120,7 +122,9 @@ def test_names_and_braces_read_as_compose_reads_them(tmp_path: Path, pinned: Com
             assert interp.interpolate(value, env) == _rendered(result)
 
 
-def test_nesting_hundreds_deep_is_read_and_rendered_like_compose(tmp_path: Path, pinned: ComposeBinary) -> None:
+def test_nesting_hundreds_deep_is_read_and_rendered_like_compose(
+    tmp_path: Path, pinned: ComposeBinary
+) -> None:
     depth = 1500  # five times what used to end the validators with a RecursionError
     value = "${A:-" * depth + "x$$y" + "}" * depth
     path = _compose_file(tmp_path, value)
