@@ -237,7 +237,23 @@ def record_for_commit(repo: Path, commit: str, verify: str, check_matrix: str | 
                 f"cannot hash its services: {exc}",
                 hint="a commit whose prod files do not parse cannot be a rollback point; fix main first",
             ) from None
+    if not any(digests.values()):
+        # A record of no services would make every rollback to this tag "absent": prod/
+        # as a submodule, a symlink or an empty directory is no release.
+        kind = _prod_kind(repo, commit)
+        raise RefusedError(
+            f"{PROD_DIR}/ at {commit[:12]} holds no services"
+            + (f" ({PROD_DIR} is {kind} there)" if kind else ""),
+            hint="a release tag records the services of prod/*.yaml; tag a commit whose prod files define them",
+        )
     return Record(commit, verify, digests, check_matrix)
+
+
+def _prod_kind(repo: Path, commit: str) -> str | None:
+    """What prod/ is at `commit` when it is not a directory: a submodule, a symlink."""
+    proc = git.run(repo, ["ls-tree", "-z", commit, "--", PROD_DIR], check=False)
+    mode = proc.stdout.split(" ", 1)[0] if proc.returncode == 0 else ""
+    return {"160000": "a submodule", "120000": "a symbolic link"}.get(mode)
 
 
 # --------------------------------------------------------------------------- tags
