@@ -346,10 +346,10 @@ def judge(
     shape = _shape_problem(name, kind, target_kind, tag_field)
     if shape is not None:
         return shape
-    try:
-        record = parse_message(message)
-    except RecordError as exc:
-        return f"unreadable release record: {exc}"
+    parsed = _parsed_message(message)
+    if isinstance(parsed, RecordError):
+        return f"unreadable release record: {parsed}"
+    record = parsed
     if record is None:
         return "no release record in its message (not made by `rollout release tag`)"
     if record.commit != commit:
@@ -360,6 +360,24 @@ def judge(
         # must not make main's next release v0.0.51 (issue 11).
         return f"its commit {commit[:12]} is not on the first-parent history of {branch}"
     return record
+
+
+# Tag messages already read, by their text: a backfill judges every tag again for each
+# commit it tags, and parsing each message again made that quadratic in the tags. A tag
+# message never changes meaning, so its parse is kept for the process (bounded).
+_PARSED: dict[str, Record | RecordError | None] = {}
+_PARSED_LIMIT = 100_000
+
+
+def _parsed_message(message: str) -> Record | RecordError | None:
+    if message not in _PARSED:
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        try:
+            _PARSED[message] = parse_message(message)
+        except RecordError as exc:
+            _PARSED[message] = exc
+    return _PARSED[message]
 
 
 def _shape_problem(name: str, kind: str, target_kind: str, tag_field: str) -> str | None:

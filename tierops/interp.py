@@ -55,6 +55,9 @@ class TemplateError(ValueError):
     """A malformed template, or a `?` reference whose variable is missing."""
 
 
+_OPEN_OR_CLOSE = re.compile(r"\$\{|\}")
+
+
 class _Braces:
     """Where each `${` of a text ends, as Compose v2.40.3 decides it.
 
@@ -71,15 +74,13 @@ class _Braces:
         self.text = text
         self.closes: dict[int, int] = {}
         open_at: list[int] = []
-        index, end = 0, len(text)
-        while index < end:
-            if text.startswith("${", index):
-                open_at.append(index)
-                index += 2
-                continue
-            if text[index] == "}" and open_at:
-                self.closes[open_at.pop()] = index
-            index += 1
+        # Only the `${` and `}` matter, found left to right without overlap (the second
+        # `$` of `$${` starts a `${`, as in Compose's count).
+        for match in _OPEN_OR_CLOSE.finditer(text):
+            if match.group() == "${":
+                open_at.append(match.start())
+            elif open_at:
+                self.closes[open_at.pop()] = match.start()
         self.newlines = [match.start() for match in re.finditer("\n", text)]
         self._all: list[int] | None = None
 
