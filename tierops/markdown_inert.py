@@ -61,7 +61,7 @@ class _Fence:
 
     def closed_by(self, line: str) -> bool:
         match = _FENCE_CLOSE.fullmatch(line)
-        return bool(match) and match.group(1)[0] == self.char and len(match.group(1)) >= self.length
+        return match is not None and match.group(1)[0] == self.char and len(match.group(1)) >= self.length
 
     def closer(self) -> str:
         return self.char * self.length

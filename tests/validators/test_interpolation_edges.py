@@ -30,7 +30,7 @@ def _compose_file(tmp_path: Path, value: str) -> Path:
 
 def _unset(result: ConfigResult) -> set[str]:
     """The variables compose warned are unset."""
-    names = set()
+    names: set[str] = set()
     for warning in result.warnings():
         if warning.startswith('The "') and '" variable is not set' in warning:
             names.add(warning[len('The "') : warning.index('" variable is not set')])
