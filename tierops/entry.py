@@ -3,8 +3,9 @@
 `launch` runs a CLI module's `main()` so that:
 
 - output never crashes on the locale: stdout and stderr keep the terminal's encoding
-  (UTF-8, ISO-8859-1, ASCII) and escape what it cannot show (`caf\\xe9`), and a lone
-  surrogate from a mis-encoded input is escaped too;
+  (UTF-8, ISO-8859-1) and escape what it cannot show (`\\u2615`), a lone surrogate
+  from a mis-encoded input too; an ASCII locale (`C` without UTF-8 mode) gets UTF-8,
+  as Python's UTF-8 mode gives it, so JSON output stays JSON;
 - a closed pipe (`| head`) ends the run quietly with 141 (128 + SIGPIPE, as a shell
   reports a tool that SIGPIPE ended), never an internal error;
 - Ctrl-C and SIGTERM, also during the imports, unwind the stack like an exception, so
@@ -16,6 +17,7 @@ Only this module installs signal handlers, and only in the process's main thread
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import importlib
 import os
@@ -51,12 +53,38 @@ def install_signal_handlers() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+ESCAPE = "tierops.escape"
+
+
+def _escape(error: UnicodeError) -> tuple[str, int]:
+    """`\\uXXXX` for what the stream's encoding cannot write (a pair of them beyond the
+    BMP): readable in text, and the same character again inside a JSON string."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    units = error.object[error.start : error.end].encode("utf-16-be", "surrogatepass")
+    escaped = "".join(f"\\u{units[i] << 8 | units[i + 1]:04x}" for i in range(0, len(units), 2))
+    return escaped, error.end
+
+
+codecs.register_error(ESCAPE, _escape)
+
+
 def prepare_streams() -> None:
-    """Escape, instead of raising on, whatever the stream's encoding cannot write."""
+    """Escape, instead of raising on, whatever the stream's encoding cannot write; an
+    ASCII stream (the C locale without UTF-8 mode) writes UTF-8, as Python's own UTF-8
+    mode would there, so `--format json` stays JSON."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
+        if reconfigure is None:
+            continue
+        try:
+            ascii_only = codecs.lookup(stream.encoding).name == "ascii"
+        except (LookupError, TypeError):
+            ascii_only = False
+        if ascii_only:
+            reconfigure(encoding="utf-8", errors=ESCAPE)
+        else:
+            reconfigure(errors=ESCAPE)
 
 
 def silence_stdout() -> None:

@@ -5,6 +5,7 @@ Each behaviour is checked once on a real `python -m` process (tierops/entry.py).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -34,7 +35,7 @@ def _repo_with_cafe(tmp_path: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     first = text.index("    container_name:")
-    edited = text[:first] + '    labels: {note: "café ☕"}\n' + text[first:]
+    edited = text[:first] + '    labels: {note: "café ☕ 😀"}\n' + text[first:]
     (repo / "prod" / PROD_FILE).write_text(edited, encoding="utf-8")
     return repo
 
@@ -46,13 +47,24 @@ def test_diff_writes_in_any_locale_escaping_what_it_cannot_encode(tmp_path: Path
         argv, cwd=repo, env=_env(LC_ALL="C", PYTHONUTF8="0"), capture_output=True, check=False
     )
     assert ascii_run.returncode == ExitCode.OK, ascii_run.stderr
-    assert b'note="caf\\xe9 \\u2615"' in ascii_run.stdout
+    # An ASCII locale gets UTF-8, as Python's UTF-8 mode would give it.
+    assert 'note="café ☕ 😀"'.encode() in ascii_run.stdout
     latin_run = subprocess.run(
         argv, cwd=repo, env=_env(LC_ALL="C", PYTHONIOENCODING="iso-8859-1"), capture_output=True, check=False
     )
     assert latin_run.returncode == ExitCode.OK, latin_run.stderr
-    # ISO-8859-1 has the e-acute as one byte; the cup of coffee is escaped.
-    assert b'note="caf\xe9 \\u2615"' in latin_run.stdout
+    # ISO-8859-1 has the e-acute as one byte; the cup of coffee is escaped, as JSON
+    # would escape it, and so is a character beyond the BMP (a pair of escapes).
+    assert b'note="caf\xe9 \\u2615 \\ud83d\\ude00"' in latin_run.stdout
+    json_run = subprocess.run(
+        [*argv, "--format", "json"],
+        cwd=repo,
+        env=_env(LC_ALL="C", PYTHONIOENCODING="iso-8859-1"),
+        capture_output=True,
+        check=False,
+    )
+    assert json_run.returncode == ExitCode.OK, json_run.stderr
+    assert "café ☕ 😀" in json.dumps(json.loads(json_run.stdout.decode("iso-8859-1")), ensure_ascii=False)
 
 
 def test_a_closed_pipe_ends_the_run_quietly_with_141() -> None:
