@@ -271,4 +271,6 @@ def _shown(path: Path) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from tierops.entry import launch
+
+    launch(main)

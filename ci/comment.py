@@ -46,6 +46,7 @@ from tierops.checkmatrix import RECORD_NAME
 from tierops.cli import guarded, parse
 from tierops.errors import InputError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode, epilog
+from tierops.markdown_inert import inert
 
 SCHEMA = Path(__file__).resolve().parent / "check-matrix.schema.json"
 DEFAULT_API = "https://api.github.com"
@@ -62,7 +63,6 @@ RESPONSE_LIMIT = 16 << 20
 PER_PAGE = 100
 MAX_PAGES = 100  # 10,000 comments: a pull request with more is not ours to page through
 TIMEOUT_S = 30.0
-_MENTION = re.compile(r"(?<![\w`/.@-])@(?=[A-Za-z0-9])")
 
 
 class GitHubError(TieropsError):
@@ -101,17 +101,61 @@ def _read_limited(directory: Path, name: str) -> bytes | None:
     return data
 
 
+class _NotStrictJSON(ValueError):
+    """What Python's json accepts and JSON (RFC 8259) does not, or what a UTF-8 text
+    cannot hold."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotStrictJSON(f"{name} is not a JSON number")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _NotStrictJSON(f"the key {key[:40]!r} is repeated")
+        result[key] = value
+    return result
+
+
+def _no_lone_surrogates(value: Any) -> None:
+    """Every string (keys too) is valid Unicode: a `\\ud800` escape is not."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _NotStrictJSON("a string holds a lone surrogate") from None
+
+
 def _json(data: bytes, name: str) -> Any:
+    """Strict JSON: no NaN or Infinity, no repeated key, no lone surrogate."""
     try:
-        return json.loads(data.decode("utf-8"))
+        value = json.loads(data.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+        _no_lone_surrogates(value)
+    except _NotStrictJSON as error:
+        raise InputError(f"{name} is not strict JSON: {error}", where="the artifact") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise InputError(f"{name} is not JSON: {type(error).__name__}", where="the artifact") from None
+    return value
 
 
 def defuse(markdown: str) -> str:
-    """Markdown from the artifact, made unable to notify anybody or to pose as the marker."""
-    text = markdown.replace("\x00", "").replace(matrix_markdown.MARKER, "")
-    return _MENTION.sub("@\u200b", text)
+    """Markdown from the artifact, made data (tierops/markdown_inert.py): no markup that
+    reaches past it, no mention that notifies, never the marker (not even one nested in
+    itself, which one removal would leave whole)."""
+    text = markdown.replace("\x00", "")
+    while matrix_markdown.MARKER in text:
+        text = text.replace(matrix_markdown.MARKER, "")
+    return inert(text)
 
 
 def load_artifact(directory: Path, schema: Mapping[str, Any] | None = None) -> Artifact:
@@ -361,4 +405,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from tierops.entry import launch
+
+    launch(main)

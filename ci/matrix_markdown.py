@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tierops.checkmatrix import RECORD_NAME, digest, headline
+from tierops.markdown_inert import closers
 
 MARKER = "<!-- tierops-check-matrix -->"
 COMMENT_LIMIT = 65_536  # GitHub's limit on an issue or pull-request comment body
@@ -36,8 +37,8 @@ ARTIFACT = "check-matrix"  # the artifact check.yml uploads
 SECTIONS = (("diff", "Semantic diff of prod/"), ("plan", "Rollout plan"))
 MAX_COUNTS = 4  # rule ids shown per cell; the rest as "+N more"
 MAX_NOTES = 20
-_UNSAFE = re.compile(r"[^A-Za-z0-9 ._,:;/@~^+=()'-]")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# No `@` either: a note or a ref must not be able to mention anybody.
+_UNSAFE = re.compile(r"[^A-Za-z0-9 ._,:;/~^+=()'-]")
 
 
 def size(text: str) -> int:
@@ -172,22 +173,10 @@ def cut(text: str, budget: int) -> str:
 
 
 def _closing(data: str) -> str:
-    """What closes the fences and `<details>` that `data` leaves open, and says it was cut."""
-    fence: str | None = None
-    opened = 0
-    for line in data.splitlines():
-        match = _FENCE.match(line)
-        if match:
-            marker = match.group(1)
-            if fence is None:
-                fence = marker[0] * 3
-            elif marker.startswith(fence):
-                fence = None
-            continue
-        if fence is None:
-            opened += line.count("<details") - line.count("</details>")
-    tail = f"{fence}\n" if fence else ""
-    return tail + "\n_(cut here)_\n\n" + "</details>\n\n" * max(opened, 0)
+    """What closes the fence and `<details>` that `data` leaves open (by CommonMark's
+    rules: tierops/markdown_inert.py), and says it was cut."""
+    fence, opened = closers(data)
+    return fence + "\n_(cut here)_\n\n" + "</details>\n\n" * opened
 
 
 def truncation_note(limit: int, run_url: str | None) -> str:

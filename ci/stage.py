@@ -136,4 +136,6 @@ def _write(build: Path, name: str, outcome: Outcome, run_id: str | None, digest:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from tierops.entry import launch
+
+    launch(main)

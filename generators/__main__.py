@@ -1,3 +1,3 @@
-from generators.cli import main
+from tierops.entry import launch
 
-raise SystemExit(main())
+launch("generators.cli")

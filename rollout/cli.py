@@ -63,6 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(build_parser(sys.argv[1:] if argv is None else argv), argv)
     if isinstance(args, int):
         return args
+    if args.command == "release":
+        # A backfill runs for minutes, one line per commit it tags: each line is its
+        # progress, so it goes out when written, not when a pipe's buffer fills (CI
+        # reads a pipe, which Python buffers in 8 KiB blocks).
+        reconfigure = getattr(sys.stdout, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(line_buffering=True)
     # Everything the command prints, by any path, passes the masking boundary (issue 11).
     # The cyclic collector is paused for the run: a diff holds hundreds of thousands of
     # small containers and makes no cycles worth collecting, and the collector's passes

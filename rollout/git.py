@@ -30,7 +30,11 @@ def run(repo: Path, args: Sequence[str], *, check: bool = True) -> subprocess.Co
             cwd=repo,
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            text=True,
+            # git's own bytes, whatever the locale: paths and messages are UTF-8 here, and
+            # a byte that is not round-trips (surrogateescape) instead of crashing a run
+            # under LC_ALL=C or ISO-8859-1.
+            encoding="utf-8",
+            errors="surrogateescape",
             check=False,
             env=env,
         )
@@ -48,6 +52,36 @@ def run(repo: Path, args: Sequence[str], *, check: bool = True) -> subprocess.Co
     return proc
 
 
+def _unsafe(value: str) -> str | None:
+    """Why `value` must not reach git as an argument, or None: git would read a leading
+    `-` as an option (`--upload-pack=CMD` runs CMD), and a control character has no place
+    in a ref or a remote's name."""
+    if not value:
+        return "is empty"
+    if value.startswith("-"):
+        return "starts with '-', which git would read as an option"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+        return "contains a control character"
+    return None
+
+
+def check_ref(ref: str) -> str:
+    """`ref` when it may be handed to git as a revision; else a UsageError naming it."""
+    reason = _unsafe(ref)
+    if reason:
+        raise UsageError(f"not a git ref: {ref!r} {reason}")
+    return ref
+
+
+def check_remote(name: str) -> str:
+    """`name` when it may be handed to git as a remote (a name, URL or path); else a
+    UsageError naming it."""
+    reason = _unsafe(name) or ("contains whitespace" if any(char.isspace() for char in name) else None)
+    if reason:
+        raise UsageError(f"not a git remote: {name!r} {reason}")
+    return name
+
+
 def _no_directory(path: Path) -> str:
     return "is not a directory" if path.exists() else "no such directory"
 
@@ -59,6 +93,14 @@ def toplevel(start: Path) -> Path:
         )
     proc = run(start, ["rev-parse", "--show-toplevel"], check=False)
     if proc.returncode != 0:
+        reason = _one_line(proc.stderr)
+        if "dubious ownership" in reason:
+            # git refuses a repository another user owns (safe.directory): say that, not
+            # "not a repository", or the fix is never found.
+            raise UsageError(
+                f"{start}: git refuses the repository: {reason}",
+                hint="if you trust it: `git config --global --add safe.directory <its path>`",
+            )
         raise UsageError(f"{start}: not inside a git repository")
     return Path(proc.stdout.strip())
 
@@ -72,6 +114,7 @@ def remote(repo: Path, name: str, args: Sequence[str]) -> subprocess.CompletedPr
     """A git command that talks to remote `name`; failing, one line that says the remote
     could not be reached and why (git's first line, not its last: that one is a generic
     "make sure you have the correct access rights ... and the repository exists")."""
+    check_remote(name)
     proc = run(repo, args, check=False)
     if proc.returncode != 0:
         raise GitError(
@@ -90,6 +133,7 @@ def remote_url(repo: Path, name: str) -> str:
 
 def resolve(repo: Path, ref: str) -> str:
     """The commit id of `ref`, or a UsageError naming the ref."""
+    check_ref(ref)
     proc = run(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], check=False)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise UsageError(f"unknown git ref '{ref}'", hint="check the name with `git rev-parse --verify`")
@@ -97,11 +141,14 @@ def resolve(repo: Path, ref: str) -> str:
 
 
 def ref_exists(repo: Path, ref: str) -> bool:
+    check_ref(ref)
     proc = run(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], check=False)
     return proc.returncode == 0
 
 
 def merge_base(repo: Path, a: str, b: str) -> str | None:
+    check_ref(a)
+    check_ref(b)
     proc = run(repo, ["merge-base", a, b], check=False)
     if proc.returncode != 0:
         return None
@@ -121,10 +168,10 @@ def show(repo: Path, commit: str, path: str) -> bytes | None:
 
 def ls_files(repo: Path, commit: str, directory: str) -> list[str]:
     """Paths (repository-relative) of files directly under `directory` at `commit`."""
-    proc = run(repo, ["ls-tree", "--name-only", f"{commit}:{directory}"], check=False)
+    proc = run(repo, ["ls-tree", "-z", "--name-only", f"{commit}:{directory}"], check=False)
     if proc.returncode != 0:
         return []
-    return sorted(f"{directory.rstrip('/')}/{name}" for name in proc.stdout.splitlines() if name)
+    return sorted(f"{directory.rstrip('/')}/{name}" for name in proc.stdout.split("\0") if name)
 
 
 def is_clean(repo: Path) -> bool:

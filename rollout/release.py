@@ -250,7 +250,23 @@ def record_for_commit(repo: Path, commit: str, verify: str, check_matrix: str | 
                 f"cannot hash its services: {exc}",
                 hint="a commit whose prod files do not parse cannot be a rollback point; fix main first",
             ) from None
+    if not any(digests.values()):
+        # A record of no services would make every rollback to this tag "absent": prod/
+        # as a submodule, a symlink or an empty directory is no release.
+        kind = _prod_kind(repo, commit)
+        raise RefusedError(
+            f"{PROD_DIR}/ at {commit[:12]} holds no services"
+            + (f" ({PROD_DIR} is {kind} there)" if kind else ""),
+            hint="a release tag records the services of prod/*.yaml; tag a commit whose prod files define them",
+        )
     return Record(commit, verify, digests, check_matrix)
+
+
+def _prod_kind(repo: Path, commit: str) -> str | None:
+    """What prod/ is at `commit` when it is not a directory: a submodule, a symlink."""
+    proc = git.run(repo, ["ls-tree", "-z", commit, "--", PROD_DIR], check=False)
+    mode = proc.stdout.split(" ", 1)[0] if proc.returncode == 0 else ""
+    return {"160000": "a submodule", "120000": "a symbolic link"}.get(mode)
 
 
 # --------------------------------------------------------------------------- tags
@@ -343,10 +359,10 @@ def judge(
     shape = _shape_problem(name, kind, target_kind, tag_field)
     if shape is not None:
         return shape
-    try:
-        record = parse_message(message)
-    except RecordError as exc:
-        return f"unreadable release record: {exc}"
+    parsed = _parsed_message(message)
+    if isinstance(parsed, RecordError):
+        return f"unreadable release record: {parsed}"
+    record = parsed
     if record is None:
         return "no release record in its message (not made by `rollout release tag`)"
     if record.commit != commit:
@@ -357,6 +373,24 @@ def judge(
         # must not make main's next release v0.0.51 (issue 11).
         return f"its commit {commit[:12]} is not on the first-parent history of {branch}"
     return record
+
+
+# Tag messages already read, by their text: a backfill judges every tag again for each
+# commit it tags, and parsing each message again made that quadratic in the tags. A tag
+# message never changes meaning, so its parse is kept for the process (bounded).
+_PARSED: dict[str, Record | RecordError | None] = {}
+_PARSED_LIMIT = 100_000
+
+
+def _parsed_message(message: str) -> Record | RecordError | None:
+    if message not in _PARSED:
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        try:
+            _PARSED[message] = parse_message(message)
+        except RecordError as exc:
+            _PARSED[message] = exc
+    return _PARSED[message]
 
 
 def _shape_problem(name: str, kind: str, target_kind: str, tag_field: str) -> str | None:

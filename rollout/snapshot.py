@@ -77,7 +77,13 @@ def read_snapshot(repo: Path, side: Side, paths: Sequence[str]) -> Snapshot:
     """The files under `paths` at `side`: named files always, YAML files of named directories."""
     files: dict[str, bytes] = {}
     if side.commit is None:
+        root = repo.resolve()
         for name in _worktree_files(repo, paths):
+            _check_name(name, side)
+            # Inside the repository only: a prod file that is a symbolic link to
+            # /etc/shadow or another checkout is refused, never read and printed.
+            if not (repo / name).resolve().is_relative_to(root):
+                raise UsageError(f"{name}: a symbolic link that leads outside the repository {root}")
             # Regular files only, read without blocking and within the loader's budget:
             # a FIFO or a device named here is one line, never a hang.
             files[name] = read_regular(repo / name, name)
@@ -85,10 +91,21 @@ def read_snapshot(repo: Path, side: Side, paths: Sequence[str]) -> Snapshot:
     listed = git.ls_tree(repo, side.commit, [path for path in paths if path != "."] or ["."])
     for name in listed:
         if name in paths or name.endswith(YAML_SUFFIXES):
+            _check_name(name, side)
             data = git.show(repo, side.commit, name)
             if data is not None:
                 files[name] = data
     return Snapshot(side, files)
+
+
+def _check_name(name: str, side: Side) -> None:
+    """A file name with a line break or another control character would forge lines of
+    the report (`prod/a.yaml\n+ image: evil`): refused, shown escaped."""
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in name):
+        raise UsageError(
+            f"{name!r} at {side.describe()}: a file name with a control character",
+            hint="rename it; no prod file name needs one",
+        )
 
 
 def _worktree_files(repo: Path, paths: Sequence[str]) -> list[str]:

@@ -97,6 +97,7 @@ class RemoteState:
 
 def remote_state(repo: Path, remote: str, branch: str) -> RemoteState:
     """One `git ls-remote`: the remote's branch head and every v0.0.* tag it has."""
+    git.check_remote(remote)
     head_ref = f"refs/heads/{branch}"
     out = git.remote(repo, remote, ["ls-remote", remote, head_ref, "refs/tags/v0.0.*"]).stdout
     main: str | None = None
@@ -312,6 +313,9 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
 
     Nothing is created here; the only writes are fetches of objects this clone lacks:
     the remote's branch head (to test ancestry) and tag objects (to read records)."""
+    if remote is not None:
+        git.check_remote(remote)  # before anything reaches git: `--upload-pack=...` is no remote
+    git.check_ref(rev)
     refuse_shallow(repo)
     # The check runs in a worktree of the commit anyway; a dirty tree is refused because
     # whoever runs this believes they are releasing what they see, and they are not.
@@ -605,7 +609,8 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
-                    text=True,
+                    encoding="utf-8",
+                    errors="replace",  # the check's log, shown; never a reason to crash
                     env=env,
                     start_new_session=True,
                 )
@@ -699,6 +704,11 @@ def create(
         # Read both sides again on every attempt: after a lost race, the other run may
         # have tagged this commit, another one, or a newer one.
         state = remote_state(repo, plan.remote, plan.branch) if plan.remote else None
+        if state is not None and plan.push:
+            # Read at push time, not when the plan was made: main may have been
+            # force-pushed back while the check ran, and a tag must mark a commit that
+            # is on the remote's main when it is pushed.
+            _require_on_remote(repo, commit, commit[:12], state, plan.branch)
         tags = view(repo, plan.branch, state)
         mine = [name for name, tagged in tags.releases.items() if tagged == commit]
         if mine:
@@ -735,7 +745,9 @@ def make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
     # The committer identity, as `git tag` uses (CI sets GIT_COMMITTER_NAME/EMAIL).
     ident = git.run(repo, ["var", "GIT_COMMITTER_IDENT"]).stdout.strip()
     body = f"object {commit}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}"
-    proc = subprocess.run(["git", "mktag"], cwd=repo, input=body, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "mktag"], cwd=repo, input=body, capture_output=True, encoding="utf-8", check=False
+    )
     if proc.returncode != 0:
         raise git.GitError(f"git mktag: {proc.stderr.strip() or proc.returncode}")
     return proc.stdout.strip()
@@ -747,6 +759,7 @@ def push_ref(repo: Path, remote: str, obj: str, name: str) -> str:
     tag: same commit, record, tagger and second); "taken" when the remote has another
     object under that name (a lost race). Any other refusal is an error."""
     ref = f"refs/tags/{name}"
+    git.check_remote(remote)
     proc = git.run(repo, ["push", "--atomic", "--porcelain", remote, f"{obj}:{ref}"], check=False)
     flags = [line.split("\t")[0] for line in proc.stdout.splitlines() if "\t" in line]
     if proc.returncode == 0:

@@ -1,7 +1,9 @@
 """What every entry point does around its real work: errors become one line and an exit code.
 
-A `TieropsError` prints as `where: what; hint` with its own exit code; an interrupt
-and an unexpected exception exit 3 with one line. The traceback of a bug is printed
+A `TieropsError` prints as `where: what; hint` with its own exit code; Ctrl-C and
+SIGTERM (tierops.entry turns it into `Terminated`) exit 130 and 143 with one line; a
+reader that closed the pipe ends the run quietly with 141; an unexpected exception
+exits 3 with one line. The traceback of a bug is printed
 only with TIEROPS_DEBUG=1, so users never see one for bad input.
 """
 
@@ -13,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from tierops.entry import Terminated, silence_stdout
 from tierops.errors import TieropsError
 from tierops.exitcodes import ExitCode
 
@@ -36,6 +39,14 @@ def guarded(work: Callable[[], int], *, tool: str, stderr: TextIO | None = None)
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return ExitCode.SIGINT
+    except Terminated:
+        print("terminated", file=err)
+        return ExitCode.SIGTERM
+    except BrokenPipeError:
+        # `... | head`: the reader has what it wanted; nothing to report, and the
+        # interpreter's last flush must not raise again.
+        silence_stdout()
+        return ExitCode.PIPE
     except Exception as exc:  # a bug: one line, the traceback only on request
         print(
             f"internal error: {type(exc).__name__}: {exc} "

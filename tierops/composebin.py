@@ -248,7 +248,10 @@ def run_config(
         proc = subprocess.run(
             args,
             capture_output=True,
-            text=True,
+            # Compose writes UTF-8 whatever the locale; reading it with the locale's codec
+            # would crash on a non-ASCII value under LC_ALL=C.
+            encoding="utf-8",
+            errors="replace",
             check=False,
             env=_minimal_env({}),
             cwd=file.parent,

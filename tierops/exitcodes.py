@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     INTERNAL = 3  # a bug in tierops: please report it with the output
     # Interrupted by a signal: 128 + its number, the shell's convention (CI cancels with SIGTERM).
     SIGINT = 130
+    PIPE = 141  # the reader closed the pipe (`| head`): ended quietly, as SIGPIPE would
     SIGTERM = 143
 
 
@@ -32,4 +33,5 @@ def epilog(findings: str) -> str:
         "  2  usage error, unreadable input, or refused generation\n"
         "  3  internal error (a bug in tierops; report it with the output)\n"
         "  130/143  interrupted by SIGINT/SIGTERM (128 + the signal's number)\n"
+        "  141  the reader closed the pipe (`| head`); ended quietly\n"
     )

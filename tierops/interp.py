@@ -20,11 +20,16 @@ templates with the same normal form give the same value in every environment.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-NAME = re.compile(r"[_A-Za-z][_A-Za-z0-9]*")
+# Compose's names: `(?i)[_a-z][_a-z0-9]*` in Go, whose case folding also matches the
+# long s (U+017F, folds to s) and the Kelvin sign (U+212A, folds to k); Python's
+# IGNORECASE would add the dotted and dotless i, which Compose refuses, so the two are
+# listed. Pinned against the binary in tests/validators/test_interpolation.py.
+NAME = re.compile("[_A-Za-z\u017f\u212a][_A-Za-z0-9\u017f\u212a]*")
 # Two-character operators first, so `:-` is never read as `:` + `-`.
 OPERATORS = (":-", ":?", ":+", "-", "?", "+")
 REQUIRED_OPERATORS = frozenset({"", ":?", "?"})
@@ -50,27 +55,59 @@ class TemplateError(ValueError):
     """A malformed template, or a `?` reference whose variable is missing."""
 
 
-def _closing_brace(text: str, start: int, end: int) -> int | None:
-    """Index of the `}` closing a `${` whose body starts at `start` (braces nest)."""
-    level = 1
-    for index in range(start, end):
-        char = text[index]
-        if char == "{":
-            level += 1
-        elif char == "}":
-            level -= 1
-            if level == 0:
-                return index
-    return None
+_OPEN_OR_CLOSE = re.compile(r"\$\{|\}")
 
 
-def _reference_at(text: str, dollar: int, end: int) -> tuple[str, str, int, int] | Bad | None:
+class _Braces:
+    """Where each `${` of a text ends, as Compose v2.40.3 decides it.
+
+    Compose's pattern takes a braced reference up to the last `}` on its line (its `.*`
+    is greedy and never crosses a line break); inside that match, a count that opens at
+    every `${` (even the second `$` of `$${`), closes at every `}` and returns to zero
+    marks the end, and without one the whole match is the reference (`${A:-$${x}` is
+    `${x`). A bare `{` opens nothing (`${A:-{x}` is `{x`). One stack over the whole text
+    gives every opener the count started at it, so the work is linear however deep the
+    nesting; the line's last `}` is found by bisection.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.closes: dict[int, int] = {}
+        open_at: list[int] = []
+        # Only the `${` and `}` matter, found left to right without overlap (the second
+        # `$` of `$${` starts a `${`, as in Compose's count).
+        for match in _OPEN_OR_CLOSE.finditer(text):
+            if match.group() == "${":
+                open_at.append(match.start())
+            elif open_at:
+                self.closes[open_at.pop()] = match.start()
+        self.newlines = [match.start() for match in re.finditer("\n", text)]
+        self._all: list[int] | None = None
+
+    def close(self, dollar: int, end: int) -> int | None:
+        """The index of the `}` ending the `${` at `dollar` within `text[:end]`, or None."""
+        line_end = end
+        after = bisect.bisect_left(self.newlines, dollar)
+        if after < len(self.newlines):
+            line_end = min(end, self.newlines[after])
+        counted = self.closes.get(dollar)
+        if counted is not None and counted < line_end:
+            return counted
+        if self._all is None:
+            self._all = [match.start() for match in re.finditer("}", self.text)]
+        last = bisect.bisect_left(self._all, line_end) - 1
+        return self._all[last] if last >= 0 and self._all[last] > dollar + 1 else None
+
+
+def _reference_at(
+    text: str, dollar: int, end: int, braces: _Braces
+) -> tuple[str, str, int, int] | Bad | None:
     """At a `$`: (name, operator, operand start, end of the reference), Bad, or None (literal)."""
     following = text[dollar + 1] if dollar + 1 < end else ""
     if following == "{":
-        close = _closing_brace(text, dollar + 2, end)
+        close = braces.close(dollar, end)
         if close is None:
-            return Bad(dollar, end, "`${` without its closing `}`")
+            return Bad(dollar, end, "`${` without its closing `}` on the same line")
         name = NAME.match(text, dollar + 2, close)
         if name is None:
             return Bad(dollar, close + 1, "`${` must be followed by a variable name")
@@ -92,38 +129,46 @@ def _reference_at(text: str, dollar: int, end: int) -> tuple[str, str, int, int]
     return None
 
 
-def _scan(text: str, start: int, end: int, depth: int, found: list[Found], bad: list[Bad]) -> None:
-    index = start
-    while index < end:
-        dollar = text.find("$", index, end)
-        if dollar < 0:
-            return
-        if text.startswith("$", dollar + 1) and dollar + 1 < end:  # `$$`: a literal `$`
-            index = dollar + 2
-            continue
-        ref = _reference_at(text, dollar, end)
-        if ref is None:
-            index = dollar + 1  # a lone `$` (`$1`, `a$`): compose keeps it literally
-            continue
-        if isinstance(ref, Bad):
-            bad.append(ref)
-            if ref.end >= end:
-                return
-            index = ref.end
-            continue
-        name, operator, operand, close = ref
-        found.append(Found(name, operator, dollar, close, depth))
-        if operator:  # the operand is evaluated eagerly, so its references count too
-            _scan(text, operand, close - 1, depth + 1, found, bad)
-        index = close
-
-
 def scan(text: str) -> tuple[list[Found], list[Bad]]:
-    """References and malformed templates in one string, by offset."""
+    """References and malformed templates in one string, by offset (outer before inner).
+
+    An operand is scanned too (compose evaluates it eagerly). The nesting is kept on an
+    explicit stack, never the interpreter's: a template nested thousands deep is as
+    valid to compose as a flat one.
+    """
     found: list[Found] = []
     bad: list[Bad] = []
-    if "$" in text:
-        _scan(text, 0, len(text), 0, found, bad)
+    if "$" not in text:
+        return found, bad
+    braces = _Braces(text)
+    # (where to go on, where this level's text ends, its depth)
+    pending: list[tuple[int, int, int]] = [(0, len(text), 0)]
+    while pending:
+        index, end, depth = pending.pop()
+        while index < end:
+            dollar = text.find("$", index, end)
+            if dollar < 0:
+                break
+            if text.startswith("$", dollar + 1) and dollar + 1 < end:  # `$$`: a literal `$`
+                index = dollar + 2
+                continue
+            ref = _reference_at(text, dollar, end, braces)
+            if ref is None:
+                index = dollar + 1  # a lone `$` (`$1`, `a$`): compose keeps it literally
+                continue
+            if isinstance(ref, Bad):
+                bad.append(ref)
+                if ref.end >= end:
+                    break
+                index = ref.end
+                continue
+            name, operator, operand, close = ref
+            found.append(Found(name, operator, dollar, close, depth))
+            if operator:  # the operand is evaluated eagerly, so its references count too
+                pending.append((close, end, depth))
+                index, end, depth = operand, close - 1, depth + 1
+                continue
+            index = close
     return found, bad
 
 
@@ -131,26 +176,60 @@ def has_references(text: str) -> bool:
     return "$" in text and bool(scan(text)[0])
 
 
-def _walk(
-    text: str, start: int, end: int, on_literal: Callable[[str], str], on_ref: Callable[[str, str, str], str]
-) -> str:
-    """Rebuild `text[start:end]`: literal runs through `on_literal`, references through `on_ref`."""
-    out: list[str] = []
-    literal: list[str] = []
-    index = start
-    while index < end:
-        dollar = text.find("$", index, end)
+OnLiteral = Callable[[str], str]
+OnRef = Callable[[str, str, str], str]
+
+
+class _Level:
+    """One reference's operand being rebuilt (or the whole text, at depth 0)."""
+
+    __slots__ = ("depth", "end", "literal", "name", "operator", "out")
+
+    def __init__(self, end: int, depth: int, name: str = "", operator: str = "") -> None:
+        self.end = end
+        self.depth = depth
+        self.name = name
+        self.operator = operator
+        self.out: list[str] = []
+        self.literal: list[str] = []
+
+
+def _walk(text: str, at_depth: Callable[[int], tuple[OnLiteral, OnRef]]) -> str:
+    """Rebuild `text`: literal runs and references through the callbacks of their depth.
+
+    A reference's `on_ref` gets its operand already rebuilt by the callbacks one level
+    deeper. The levels are an explicit stack, so no nesting depth reaches Python's
+    recursion limit, and every character is visited once.
+    """
+    braces = _Braces(text)
+    levels = [_Level(len(text), 0)]
+    index = 0
+    while True:
+        level = levels[-1]
+        on_literal, on_ref = at_depth(level.depth)
+        if index >= level.end:
+            level.out.append(on_literal("".join(level.literal)))
+            rebuilt = "".join(level.out)
+            if len(levels) == 1:
+                return rebuilt
+            levels.pop()
+            parent = levels[-1]
+            parent.out.append(at_depth(parent.depth)[1](level.name, level.operator, rebuilt))
+            index = level.end + 1  # past the operand's closing `}`
+            continue
+        dollar = text.find("$", index, level.end)
         if dollar < 0:
-            literal.append(text[index:end])
-            break
-        literal.append(text[index:dollar])
-        if dollar + 1 < end and text[dollar + 1] == "$":
-            literal.append("$")
+            level.literal.append(text[index : level.end])
+            index = level.end
+            continue
+        level.literal.append(text[index:dollar])
+        if dollar + 1 < level.end and text[dollar + 1] == "$":
+            level.literal.append("$")
             index = dollar + 2
             continue
-        ref = _reference_at(text, dollar, end)
+        ref = _reference_at(text, dollar, level.end, braces)
         if ref is None:
-            literal.append("$")
+            level.literal.append("$")
             index = dollar + 1
             continue
         if isinstance(ref, Bad):
@@ -158,13 +237,14 @@ def _walk(
                 f"invalid interpolation format in {text[ref.start : ref.end]!r}: {ref.reason}"
             )
         name, operator, operand, close = ref
-        out.append(on_literal("".join(literal)))
-        literal = []
-        body = text[operand : close - 1] if operator else ""
-        out.append(on_ref(name, operator, body))
-        index = close
-    out.append(on_literal("".join(literal)))
-    return "".join(out)
+        level.out.append(on_literal("".join(level.literal)))
+        level.literal = []
+        if operator:
+            levels.append(_Level(close - 1, level.depth + 1, name, operator))
+            index = operand
+        else:
+            level.out.append(on_ref(name, "", ""))
+            index = close
 
 
 def _escape(literal: str) -> str:
@@ -179,12 +259,16 @@ def normalize(text: str) -> str:
     if "$" not in text:
         return text
 
-    return _walk(text, 0, len(text), _escape, _normal_ref)
+    return _walk(text, _normalizing)
 
 
-def _normal_ref(name: str, operator: str, body: str) -> str:
-    """One reference in normal form: the same value in every environment, one spelling."""
-    operand = normalize(body) if operator else ""
+def _normalizing(_depth: int) -> tuple[OnLiteral, OnRef]:
+    return _escape, _normal_ref
+
+
+def _normal_ref(name: str, operator: str, operand: str) -> str:
+    """One reference in normal form (`operand` already normal): the same value in every
+    environment, one spelling."""
     if operator in (":-", "-") and not operand:
         return "${" + name + "}"  # an empty default is what an unset variable gives anyway
     if operator in (":+", "+") and not operand:
@@ -203,9 +287,9 @@ def interpolate(text: str, env: Mapping[str, str]) -> str:
     if "$" not in text:
         return text
 
-    def ref(name: str, operator: str, body: str) -> str:
+    def ref(name: str, operator: str, operand: str) -> str:
+        # `operand` is already interpolated: eagerly, as compose does.
         value = env.get(name)
-        operand = interpolate(body, env) if operator else ""  # eager, as compose
         if operator == ":-":
             return value if value else operand
         if operator == "-":
@@ -218,7 +302,12 @@ def interpolate(text: str, env: Mapping[str, str]) -> str:
             raise TemplateError(f"required variable {name} is missing a value: {operand}")
         return value or ""
 
-    return _walk(text, 0, len(text), lambda literal: literal, ref)
+    callbacks: tuple[OnLiteral, OnRef] = (_same, ref)
+    return _walk(text, lambda _depth: callbacks)
+
+
+def _same(literal: str) -> str:
+    return literal
 
 
 # Placeholders: references hidden as single private-use characters, so a parser that
@@ -249,12 +338,14 @@ def mask(text: str) -> Masked:
     if "$" not in text:
         return Masked(text, ())
 
-    def ref(name: str, operator: str, body: str) -> str:
-        normal = _normal_ref(name, operator, body)
+    def ref(name: str, operator: str, operand: str) -> str:
+        normal = _normal_ref(name, operator, operand)
         if not normal:
             return ""
         refs.append(normal)
         return chr(_PLACEHOLDER_BASE + len(refs) - 1)
 
-    masked = _walk(text, 0, len(text), lambda literal: literal, ref)
+    # The top level becomes placeholders; operands inside them are kept in normal form.
+    top: tuple[OnLiteral, OnRef] = (_same, ref)
+    masked = _walk(text, lambda depth: top if depth == 0 else _normalizing(depth))
     return Masked(masked, tuple(refs))

@@ -1,3 +1,3 @@
-from validators.cli import main
+from tierops.entry import launch
 
-raise SystemExit(main())
+launch("validators.cli")

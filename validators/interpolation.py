@@ -327,21 +327,34 @@ def _documentation_address(value: str) -> bool:
     return any(address in net for net in DOCUMENTATION_NETWORKS)
 
 
+# Compose splits an env file on `\n` only (a `\r` elsewhere, U+0085, U+2028, a form feed
+# are part of the line: `A=a\rB=b` sets A, never B), reads a `\r\n` line end as the
+# end of the line, and skips one byte-order mark at the very start of the file.
+_BOM = "\ufeff"
+
+
+def dummy_lines(text: str) -> Iterator[tuple[int, str]]:
+    """The lines of an env file as Compose v2.40.3 splits them, numbered from 1."""
+    for number, raw in enumerate(text.removeprefix(_BOM).split("\n"), start=1):
+        yield number, raw.removesuffix("\r")
+
+
 def parse_dummy_env(text: str, path: Path, shown: str) -> DummyEnv:
     values: list[DummyValue] = []
     problems: list[Problem] = []
     seen: dict[str, int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in dummy_lines(text):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         name, sep, value = raw.partition("=")
         if not sep or not NAME.fullmatch(name):
-            problems.append(
-                Problem(
-                    shown, number, 1, RULE_SYNTAX, "expected NAME=value (no spaces, no `export`, no quotes)"
+            reason = "expected NAME=value (no spaces, no `export`, no quotes)"
+            if _BOM in name:
+                reason = (
+                    "a byte-order mark (U+FEFF) in the name; compose skips one only at the start of the file"
                 )
-            )
+            problems.append(Problem(shown, number, 1, RULE_SYNTAX, reason))
             continue
         if name in seen:
             problems.append(
@@ -349,11 +362,11 @@ def parse_dummy_env(text: str, path: Path, shown: str) -> DummyEnv:
             )
             continue
         seen[name] = number
-        reason = fake_value_problem(value)
-        if reason:
+        fake = fake_value_problem(value)
+        if fake:
             # Never echo the value: it may be the real secret this rule exists to catch.
             problems.append(
-                Problem(shown, number, len(name) + 2, RULE_FAKE, f"the dummy value of {name} {reason}")
+                Problem(shown, number, len(name) + 2, RULE_FAKE, f"the dummy value of {name} {fake}")
             )
         values.append(DummyValue(name, value, number))
     return DummyEnv(path, shown, tuple(values), tuple(problems))
@@ -361,7 +374,9 @@ def parse_dummy_env(text: str, path: Path, shown: str) -> DummyEnv:
 
 def load_dummy_env(path: Path, shown: str) -> DummyEnv:
     try:
-        text = path.read_text(encoding="utf-8")
+        # Bytes, then UTF-8: a text-mode read would turn a lone `\r` into a line break,
+        # which compose does not.
+        text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(
             f"cannot read the dummy environment: {error}",

@@ -1194,7 +1194,9 @@ def _mount_sources(compose: ComposeFile) -> Iterator[Finding]:
     sections = compose.project.sections
     for service in compose:
         for key in ("configs", "secrets"):
-            defined = sections.get(key) or {}
+            # A top-level section of the wrong type (`configs: 7`) defines nothing.
+            listed = sections.get(key)
+            defined = listed if isinstance(listed, dict) else {}
             for index, entry in enumerate(service.get(key) or ()):
                 source = entry.get("source") if isinstance(entry, dict) else None
                 if isinstance(source, str) and source not in defined:

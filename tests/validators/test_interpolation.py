@@ -116,7 +116,9 @@ def test_optional_variables_never_make_compose_complain(tmp_path: Path, pinned: 
         ("${A.B}", "${A.B}"),
         ("${A:=x}", "${A:=x}"),
         ("${9A}", "${9A}"),
-        ("x ${A:-${B}", "${A:-${B}"),
+        # The outer reference ends at the line's last `}`, so the inner one is unclosed;
+        # compose names it too (`${B`).
+        ("x ${A:-${B}", "${B"),
     ],
 )
 def test_malformed_template_is_a_problem_where_compose_fails(
@@ -128,7 +130,7 @@ def test_malformed_template_is_a_problem_where_compose_fails(
     )
     scan = scan_file(path, "bad.yaml")
     assert [(p.line, p.col, p.rule) for p in scan.problems] == [
-        (5, 11 + value.index("$"), RULE_INTERPOLATION)
+        (5, 11 + value.index(snippet), RULE_INTERPOLATION)
     ]
     assert repr(snippet) in scan.problems[0].message
     result = run_config(pinned, path, env_file=_env(tmp_path, {"A", "B"}))

@@ -1,0 +1,207 @@
+"""Everything the pull-request comment renders from an artifact stays data: no mention,
+no markup that reaches past its section, no record that is not strict JSON.
+
+Each comment is rendered as GitHub would read it: CommonMark with tables (markdown-it-py),
+then the HTML walked as a browser nests it (html.parser).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from markdown_it import MarkdownIt
+
+from ci import comment
+from ci.comment import load_artifact
+from ci.matrix_markdown import COMMENT_LIMIT, MARKER, size
+from tests.ci.matrix_records import plan_markdown, sample_record
+from tests.ci.test_comment import RUN_URL, write_artifact
+from tierops.markdown_inert import inert
+
+# GitHub links `@name` when no ASCII letter, digit or `_` comes before the `@`.
+LINKED_MENTION = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9]")
+VOID = {"br", "hr", "img", "input", "meta", "link", "wbr"}
+
+
+class Nesting(HTMLParser):
+    """For each text of interest, the elements open around it (comments hide text)."""
+
+    def __init__(self, wanted: tuple[str, ...]) -> None:
+        super().__init__(convert_charrefs=True)
+        self.wanted = wanted
+        self.open: list[str] = []
+        self.seen: dict[str, list[str]] = {}
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if "plaintext" in self.open:
+            return  # a browser reads everything after `<plaintext>` as its text
+        if tag in self.open:
+            while self.open.pop() != tag:
+                pass
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        for wanted in self.wanted:
+            if wanted in data and wanted not in self.seen:
+                self.seen[wanted] = list(self.open)
+
+
+def html_of(markdown: str) -> str:
+    return MarkdownIt("commonmark").enable("table").render(markdown)
+
+
+def nesting(markdown: str) -> Nesting:
+    walker = Nesting(("Semantic diff of prod/", "Rollout plan", "Record:"))
+    walker.feed(html_of(markdown))
+    walker.close()
+    return walker
+
+
+def assert_sections_stand(body: str) -> None:
+    """Both sections are collapsed sections of their own, and the footer is outside them."""
+    walked = nesting(body)
+    assert walked.seen.get("Semantic diff of prod/") == ["details", "summary"], walked.seen
+    assert walked.seen.get("Rollout plan") == ["details", "summary"], walked.seen
+    assert walked.seen.get("Record:") == ["p", "sub"], walked.seen
+
+
+def body_for(tmp_path: Path, diff: str, record: Any = None) -> str:
+    artifact = load_artifact(write_artifact(tmp_path, record=record, diff=diff))
+    body = comment.comment_body(artifact, RUN_URL)
+    assert size(body) <= COMMENT_LIMIT
+    return body
+
+
+# --------------------------------------------------------------------------- mentions
+
+
+def test_mentions_in_the_records_notes_and_base_explanation_are_defused(tmp_path: Path) -> None:
+    record = copy.deepcopy(sample_record())
+    record["commits"]["base"]["how"] = "merge-base, ask @octocat"
+    for stage in record["stages"]:
+        if stage["name"] == "collector":
+            stage["verdict"] = "not run"
+            stage["note"] = "no Docker; cc @org/team and @octocat"
+    body = body_for(tmp_path, "nothing\n", record)
+    assert "octocat" in body  # the text is shown...
+    assert not LINKED_MENTION.search(html_of(body))  # ...and pings nobody
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "@octocat",
+        ".@octocat",
+        "-@octocat",
+        "/@octocat",
+        "`x`@octocat",
+        "\u00e9@octocat",
+        "@@octocat",
+        "&#64;octocat",
+        "&#064;octocat",
+        "&#x40;octocat",
+        "&#X0040;octocat",
+        "&commat;octocat",
+        "<b>@octocat</b>",
+    ],
+)
+def test_every_spelling_github_links_is_defused_in_the_diff(tmp_path: Path, spelling: str) -> None:
+    body = body_for(tmp_path, f"ping {spelling} please\n")
+    assert not LINKED_MENTION.search(html_of(body)), spelling
+
+
+def test_an_address_is_no_mention_and_stays_as_written() -> None:
+    assert inert("image nginx@sha256:abc and a.b_c@example.invalid\n").startswith(
+        "image nginx@sha256:abc and a.b_c@example.invalid"
+    )
+
+
+# --------------------------------------------------------------------------- markup
+
+
+def test_a_three_character_fence_does_not_close_a_four_character_one_when_cut(tmp_path: Path) -> None:
+    """A real-size diff with a ``` line inside a ```` block, cut to fit the comment."""
+    inner = "".join(f"changed --flag-{n} value\n" for n in range(3000))
+    diff = "### Semantic diff\n\n````text\n" + inner[:40_000] + "```\n" + inner + "````\n"
+    assert size(diff) > 92_000
+    body = body_for(tmp_path, diff)
+    assert "> **Truncated**" in body
+    assert_sections_stand(body)
+
+
+@pytest.mark.parametrize(
+    "opener",
+    [
+        "```text",  # an unclosed fence
+        "~~~~",
+        "<!-- hide the rest",  # an HTML comment that never ends
+        "<!--",
+        "<details>",  # a collapsed section left open
+        "<details><summary>x</summary>",
+        "</details>",  # one that closes ours
+        "<plaintext>",  # raw text to the end of the document
+        "<pre>",
+        "<textarea>",
+        "<![CDATA[",
+        "<?php",
+        "- item\n  ```",  # a fence inside a list item
+        "> ```",
+        "a `` b\n\n<details>`` c",
+        "| a | `b | c` |\n|---|---|\n| `<plaintext>` |",
+    ],
+)
+def test_nothing_in_a_short_diff_swallows_the_plan_or_the_footer(tmp_path: Path, opener: str) -> None:
+    body = body_for(tmp_path, f"### Semantic diff\n\n{opener}\nchanged\n")
+    assert_sections_stand(body)
+
+
+def test_a_marker_nested_in_itself_is_removed(tmp_path: Path) -> None:
+    half = len(MARKER) // 2
+    nested = MARKER[:half] + MARKER + MARKER[half:]
+    body = body_for(tmp_path, f"{nested}\nchanged\n")
+    assert body.count(MARKER) == 1 and body.startswith(MARKER)
+
+
+def test_our_own_reports_pass_through_unchanged() -> None:
+    plan = plan_markdown()
+    assert "<details>" in plan and "```" in plan
+    assert inert(plan) == plan
+
+
+# --------------------------------------------------------------------------- strict JSON
+
+
+def _record_text() -> str:
+    return json.dumps(sample_record())
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda text: text.replace('"duration_s": 0.25', '"duration_s": NaN', 1), "not a JSON number"),
+        (lambda text: text.replace('"duration_s": 0.25', '"duration_s": Infinity', 1), "not a JSON number"),
+        (lambda text: text.replace('"duration_s": 0.25', '"duration_s": -Infinity', 1), "not a JSON number"),
+        (lambda text: text.replace('{"format": 1', '{"format": 1, "format": 1', 1), "repeated"),
+        (lambda text: text.replace('"how": "merge-base', '"how": "\\ud800merge-base', 1), "lone surrogate"),
+    ],
+    ids=["NaN", "Infinity", "-Infinity", "repeated key", "lone surrogate"],
+)
+def test_the_record_is_parsed_strictly(tmp_path: Path, edit: Any, why: str) -> None:
+    write_artifact(tmp_path)
+    text = _record_text()
+    edited = edit(text)
+    assert edited != text
+    (tmp_path / "check-matrix.json").write_text(edited, encoding="utf-8")
+    with pytest.raises(comment.InputError, match=why):
+        load_artifact(tmp_path)

@@ -1,0 +1,142 @@
+"""The dummy environment, variable names and nesting read exactly as the pinned Compose
+binary reads them: each case is run through the binary and through the tool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tierops import interp
+from tierops.composebin import ComposeBinary, ConfigResult, find_compose, run_config
+from validators.cli import main as validators_main
+from validators.interpolation import RULE_SYNTAX, load_dummy_env, scan_file
+
+
+@pytest.fixture(scope="module")
+def pinned() -> ComposeBinary:
+    return find_compose(use_path=False)
+
+
+def _compose_file(tmp_path: Path, value: str) -> Path:
+    path = tmp_path / "edge.yaml"
+    path.write_text(
+        f"services:\n  s:\n    image: busybox\n    environment:\n      X: {json.dumps(value)}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _unset(result: ConfigResult) -> set[str]:
+    """The variables compose warned are unset."""
+    names: set[str] = set()
+    for warning in result.warnings():
+        if warning.startswith('The "') and '" variable is not set' in warning:
+            names.add(warning[len('The "') : warning.index('" variable is not set')])
+    return names
+
+
+def _rendered(result: ConfigResult) -> str:
+    value = json.loads(result.stdout)["services"]["s"]["environment"]["X"]
+    assert isinstance(value, str)
+    return value.replace("$$", "$")  # compose prints a literal `$` escaped
+
+
+@pytest.mark.parametrize(
+    "separator",
+    ["\n", "\r\n", "\r", "\x85", "\u2028", "\u2029", "\v", "\f", "\x1c", "\x1e"],
+    ids=repr,
+)
+def test_the_dummy_env_is_split_into_lines_as_compose_splits_it(
+    tmp_path: Path, pinned: ComposeBinary, separator: str
+) -> None:
+    env_file = tmp_path / "test.env"
+    env_file.write_bytes(f"A=dummy-a{separator}B=dummy-b\n".encode())
+    result = run_config(pinned, _compose_file(tmp_path, "${A}|${B}"), env_file=env_file)
+    assert result.ok, result.stderr
+    compose_sets_b = "B" not in _unset(result)
+    assert ("B" in load_dummy_env(env_file, "test.env").names()) == compose_sets_b
+    assert compose_sets_b == (separator in ("\n", "\r\n"))
+
+
+def test_a_leading_byte_order_mark_is_skipped_as_compose_skips_it(
+    tmp_path: Path, pinned: ComposeBinary
+) -> None:
+    env_file = tmp_path / "test.env"
+    env_file.write_bytes(b"\xef\xbb\xbfA=dummy-a\n")
+    result = run_config(pinned, _compose_file(tmp_path, "${A}|"), env_file=env_file)
+    assert result.ok and _unset(result) == set()
+    dummy = load_dummy_env(env_file, "test.env")
+    assert dummy.names() == {"A"}
+    assert dummy.problems == ()
+
+
+def test_a_byte_order_mark_inside_the_file_is_named_where_compose_refuses_it(
+    tmp_path: Path, pinned: ComposeBinary
+) -> None:
+    env_file = tmp_path / "test.env"
+    env_file.write_bytes(b"A=dummy-a\n\xef\xbb\xbfB=dummy-b\n")
+    result = run_config(pinned, _compose_file(tmp_path, "${A}|${B}"), env_file=env_file)
+    assert not result.ok
+    (problem,) = load_dummy_env(env_file, "test.env").problems
+    assert (problem.line, problem.rule) == (2, RULE_SYNTAX)
+    assert "byte-order mark" in problem.message
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "${\u017f}|",  # the long s: Go's case folding makes it a name character
+        "$A\u212a|",  # the Kelvin sign, likewise
+        "${B\u212aC:-x}|",
+        "${\u0130}|",  # the dotted capital I: Python's IGNORECASE would take it, Compose does not
+        "${A\u0131}|",
+        "$A\u00e9|",  # a name ends at the e-acute
+        "${A:-{x}",  # a bare `{` opens nothing
+        "${A:-x{}",
+        "${A:-$${x}",  # nor does an escaped `$${`
+        "${A:-$${x}}}",
+        "${A:-${B}",  # unclosed
+        "${A:-$${x}y}z",  # counted from `${`, the `$${` opens one more level...
+        "x${A:-$${B}}}",
+        "${A:-${B:-$${c}}}d}",
+        "${A:-$${x}\ny}",  # ...and a reference never ends past its line's last `}`
+        "${A:-a\nb}",
+        "${A\n}",
+    ],
+    ids=repr,
+)
+def test_names_and_braces_read_as_compose_reads_them(
+    tmp_path: Path, pinned: ComposeBinary, value: str
+) -> None:
+    path = _compose_file(tmp_path, value)
+    scan = scan_file(path, "edge.yaml")
+    env_file = tmp_path / "test.env"
+    for env in ({"A": "dummy-a"}, {}):
+        env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()), encoding="utf-8")
+        result = run_config(pinned, path, env_file=env_file)
+        assert (scan.problems == ()) == result.ok, result.stderr
+        if result.ok:
+            assert {ref.name for ref in scan.references if ref.required} - set(env) == _unset(result)
+            assert interp.interpolate(value, env) == _rendered(result)
+
+
+def test_nesting_hundreds_deep_is_read_and_rendered_like_compose(
+    tmp_path: Path, pinned: ComposeBinary
+) -> None:
+    depth = 1500  # five times what used to end the validators with a RecursionError
+    value = "${A:-" * depth + "x$$y" + "}" * depth
+    path = _compose_file(tmp_path, value)
+    env_file = tmp_path / "test.env"
+    env_file.write_text("", encoding="utf-8")
+    result = run_config(pinned, path, env_file=env_file)
+    assert result.ok, result.stderr
+    assert _rendered(result) == interp.interpolate(value, {}) == "x$y"
+    scan = scan_file(path, "edge.yaml")
+    assert scan.problems == ()
+    assert [ref.depth for ref in scan.references] == list(range(depth))
+    assert interp.normalize(value) == value
+    masked = interp.mask(value)
+    assert masked.refs == (value,)
+    assert validators_main(["--rule", "yaml", str(path)]) != 3  # findings, never an internal error

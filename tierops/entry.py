@@ -1,0 +1,144 @@
+"""How every `python -m` entry point starts and ends, whatever the terminal, pipe or signal.
+
+`launch` runs a CLI module's `main()` so that:
+
+- output never crashes on the locale: stdout and stderr keep the terminal's encoding
+  (UTF-8, ISO-8859-1) and escape what it cannot show (`\\u2615`), a lone surrogate
+  from a mis-encoded input too; an ASCII locale (`C` without UTF-8 mode) gets UTF-8,
+  as Python's UTF-8 mode gives it, so JSON output stays JSON;
+- a closed pipe (`| head`) ends the run quietly with 141 (128 + SIGPIPE, as a shell
+  reports a tool that SIGPIPE ended), never an internal error;
+- Ctrl-C and SIGTERM, also during the imports, unwind the stack like an exception, so
+  every `finally` runs (temporary files removed), and end with 130 or 143 and one line,
+  never a traceback.
+
+Only this module installs signal handlers, and only in the process's main thread.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import importlib
+import os
+import signal
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import NoReturn
+
+# These mirror tierops.exitcodes; that module is not imported here so that an interrupt
+# during the first imports is already handled.
+_SIGINT_EXIT = 128 + signal.SIGINT
+_SIGTERM_EXIT = 128 + signal.SIGTERM
+_PIPE_EXIT = 128 + signal.SIGPIPE
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is: a BaseException like KeyboardInterrupt, so
+    `except Exception` never swallows it and every cleanup on the way out runs."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM raises Terminated; SIGINT keeps Python's KeyboardInterrupt."""
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+ESCAPE = "tierops.escape"
+
+
+def _escape(error: UnicodeError) -> tuple[str, int]:
+    """`\\uXXXX` for what the stream's encoding cannot write (a pair of them beyond the
+    BMP): readable in text, and the same character again inside a JSON string."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    units = error.object[error.start : error.end].encode("utf-16-be", "surrogatepass")
+    escaped = "".join(f"\\u{units[i] << 8 | units[i + 1]:04x}" for i in range(0, len(units), 2))
+    return escaped, error.end
+
+
+codecs.register_error(ESCAPE, _escape)
+
+
+def prepare_streams() -> None:
+    """Escape, instead of raising on, whatever the stream's encoding cannot write; an
+    ASCII stream (the C locale without UTF-8 mode) writes UTF-8, as Python's own UTF-8
+    mode would there, so `--format json` stays JSON."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None:
+            continue
+        try:
+            ascii_only = codecs.lookup(stream.encoding).name == "ascii"
+        except (LookupError, TypeError):
+            ascii_only = False
+        if ascii_only:
+            reconfigure(encoding="utf-8", errors=ESCAPE)
+        else:
+            reconfigure(errors=ESCAPE)
+
+
+def silence_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null, so the interpreter's last flush of
+    what is still buffered cannot raise (and print) a second BrokenPipeError."""
+    # No stdout to silence (OSError, ValueError): nothing will be flushed to it either.
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        os.close(devnull)
+
+
+def _say(line: str) -> None:
+    # stderr gone too (OSError, ValueError): the exit code alone must say it.
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def outcome(main: str | Callable[[], int]) -> int:
+    """Run `main` (or import the module it names and run its `main()`); every way out
+    becomes an exit code."""
+    try:
+        code = int(importlib.import_module(main).main() if isinstance(main, str) else main())
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return _SIGINT_EXIT
+    except Terminated:
+        _say("terminated")
+        return _SIGTERM_EXIT
+    except BrokenPipeError:
+        silence_stdout()
+        return _PIPE_EXIT
+    return code
+
+
+def launch(main: str | Callable[[], int], *, fast_exit: bool = False) -> NoReturn:
+    """The whole life of a `python -m` process: `main` is a CLI module's name (imported
+    here, so an interrupt during its imports is handled too) or its `main` function.
+    `fast_exit` skips the interpreter's teardown once output is flushed (for commands
+    that hold large object graphs)."""
+    try:
+        install_signal_handlers()
+        prepare_streams()
+        code = outcome(main)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except KeyboardInterrupt:
+        code = _SIGINT_EXIT
+    except Terminated:
+        code = _SIGTERM_EXIT
+    except BrokenPipeError:
+        silence_stdout()
+        code = _PIPE_EXIT
+    if fast_exit:
+        os._exit(code)
+    raise SystemExit(code)
