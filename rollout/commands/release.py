@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -211,12 +212,25 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
             f"backfilling {len(plan.commits)} untagged first-parent commits of {plan.branch} "
             f"after {plan.after}, oldest first"
         )
-    for commit in plan.commits:
+    for index, commit in enumerate(plan.commits, start=1):
         check_matrix: str | None = None
         if command is None:
             verified = release.VERIFY_SKIPPED
         else:
+            # Progress on stderr, one line a commit: each check takes minutes, and
+            # stdout stays one line per tag.
+            print(
+                f"checking {commit[:12]} ({index} of {len(plan.commits)}): `{command.text}` in its worktree",
+                file=sys.stderr,
+                flush=True,
+            )
+            started = time.monotonic()
             outcome = tags.verify(repo, commit, command.tokens)
+            print(
+                f"  {commit[:12]}: {'passed' if outcome.ok else 'failed'} in {time.monotonic() - started:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             if not outcome.ok:
                 # The check's own output goes to stderr: stdout stays one line per tag.
                 output = (

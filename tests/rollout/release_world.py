@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -278,3 +279,12 @@ def set_flag(service: str, flag: str, value: str) -> Callable[[dict[str, Any]], 
 
 def days(n: float) -> timedelta:
     return timedelta(days=n)
+
+
+_PROGRESS = re.compile(r"(checking [0-9a-f]{12} \(\d+ of \d+\): .*|  [0-9a-f]{12}: (passed|failed) in \d+ s)")
+
+
+def without_progress(err: str) -> str:
+    """stderr without `release tag`'s progress lines (one before and one after each
+    commit's check), which the tests of the progress itself pin."""
+    return "".join(line for line in err.splitlines(True) if not _PROGRESS.fullmatch(line.rstrip("\n")))

@@ -37,6 +37,7 @@ from tests.rollout.release_world import (
     set_flag,
     tag_by_hand,
     tagged_commits,
+    without_progress,
 )
 from tierops.errors import RefusedError
 
@@ -183,11 +184,12 @@ def test_without_a_remote_tags_are_made_locally_only(
 
 def refused(capsys: pytest.CaptureFixture[str], code: int, *, out: str = "") -> str:
     captured = capsys.readouterr()
+    err = without_progress(captured.err)
     assert code == 2
     assert captured.out == out
-    assert len(captured.err.splitlines()) == 1, captured.err
+    assert len(err.splitlines()) == 1, captured.err
     assert "Traceback" not in captured.err
-    return captured.err.strip()
+    return err.strip()
 
 
 def test_a_dirty_working_tree_is_refused(world: World, capsys: pytest.CaptureFixture[str]) -> None:
@@ -380,7 +382,8 @@ def test_a_failing_check_stops_the_backfill_at_that_commit_and_exits_1(
         OVERRIDE_LINE + "backfilling 3 untagged first-parent commits of main after v0.0.1, oldest first\n"
         f"created v0.0.2 on {good[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
-    assert captured.err == (
+    assert captured.err.startswith(f"checking {good[:12]} (1 of 3): `{CHECK}` in its worktree\n")
+    assert without_progress(captured.err) == (
         "BROKEN is committed\n"
         f"{bad[:12]}: `{CHECK}` failed (exit 1) in its worktree; not tagged, and no newer commit is; "
         "fix main, or tag it anyway with --no-verify (the tag message then says so)\n"
