@@ -165,7 +165,14 @@ def _check(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
         print(f"{len(reports)} file(s) byte-identical to the generators' output")
         return ExitCode.OK
     fixable = any(report.status is not Status.ORPHANED for report in bad)
-    fix = f"; fix: `{REGENERATE}` and commit the result" if fixable else ""
+    # Regenerating overwrites prod/: a hand edit there is lost unless it is moved into
+    # the source or the targets first, so the hint says so rather than only "run it".
+    fix = (
+        f"; a hand edit belongs in generators/ (the source or the targets), because `{REGENERATE}` "
+        "rewrites prod/ and discards it; then run it and commit both"
+        if fixable
+        else ""
+    )
     print(f"{len(bad)} of {len(reports)} file(s) not as generated{fix}")
     return ExitCode.FINDINGS
 

@@ -30,6 +30,7 @@ Failing example::
 from __future__ import annotations
 
 import bisect
+import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -113,6 +114,14 @@ def _spellings(ctx: Context) -> list[str]:
     return cached[1]
 
 
+def _did_you_mean(written: str, ctx: Context) -> str:
+    """`; did you mean --x?` for a near miss of a known flag (a typo), else ""."""
+    if not written.startswith("--") or len(written) > 100:  # a hostile word is not a typo
+        return ""
+    close = difflib.get_close_matches(written, _spellings(ctx), n=1, cutoff=0.85)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 def _abbreviation(written: str, ctx: Context) -> tuple[FlagSpec | None, Finding | None]:
     """argparse accepts a unique prefix of a long flag; say so, since a new flag can break it."""
     if not written.startswith("--"):
@@ -163,7 +172,8 @@ def _check_engine(path: str, service: Service, ctx: Context) -> Iterator[Finding
                     path,
                     token.pos,
                     ID,
-                    f"{name} flag {written} does not exist in {build} and is not a declared patch flag (validators/contracts/engine-build.yaml)",
+                    f"{name} flag {written} does not exist in {build} and is not a declared patch flag (validators/contracts/engine-build.yaml)"
+                    + _did_you_mean(written, ctx),
                 )
             # Skip what looks like its value so one unknown flag is one finding.
             index += 1

@@ -46,7 +46,11 @@ def test_a_one_byte_edit_is_stale_with_a_diff_and_the_fix_command(
     )
     assert f"--- {_shown(prod_copy)}/{LONG_CONTEXT.name} (committed)" in out
     assert '-      - "3"' in out and '+      - "2"' in out
-    assert "fix: `nox -s generate`" in out
+    # The fix says that regenerating discards the hand edit, not only which command to run.
+    assert (
+        "a hand edit belongs in generators/" in out
+        and "`nox -s generate` rewrites prod/ and discards it" in out
+    )
     # Only the edited file is stale.
     assert out.count("stale ") == 1
 

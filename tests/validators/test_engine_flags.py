@@ -109,3 +109,20 @@ def test_an_argparse_abbreviation_is_a_warning_and_an_ambiguous_one_an_error() -
     assert found[1][:2] == (line_of(text, "      - --enable-d\n"), "error")
     assert "is an ambiguous abbreviation" in found[1][2]
     assert len(found) == 2
+
+
+SNIPPET = """\
+services:
+  engine:
+    image: docker.io/lmsysorg/sglang@sha256:{digest}
+    command: [sglang, serve, --model-path, /models/m, {flag}, "4096"]
+""".replace("{digest}", "a" * 64)
+
+
+def test_a_near_miss_of_a_known_flag_says_which_flag_it_meant() -> None:
+    found = findings(SNIPPET.replace("{flag}", "--chunked-prefil-size"), "fixture.yaml")
+    assert [(line, level) for line, level, _ in found] == [(4, "error")]
+    assert found[0][2].endswith("; did you mean --chunked-prefill-size?")
+    # A word nothing resembles gets no guess.
+    (far,) = findings(SNIPPET.replace("{flag}", "--zzzz-qqqq"), "fixture.yaml")
+    assert "did you mean" not in far[2]
