@@ -25,8 +25,11 @@ from rollout import git
 from rollout.changes import Aspect, FileChange, Op, Side, Status
 from rollout.compare import compare_file
 from rollout.describe import describe
+from rollout.forms import load_documents
 from rollout.masking import mask_file
 from rollout.release import Change, History
+from rollout.variables import new_variables
+from tierops.errors import InputError
 
 MAX_CHANGES = 3  # changes named per service; the rest are counted
 MAX_CHANGE_TEXT = 100  # characters of one change's line; a long value is cut
@@ -126,7 +129,22 @@ def summary(repo: Path, file: str, older: str, newer: str, services: Sequence[st
     lines += _config_lines(changed, wanted, {service.name for service in changed.services})
     if not wanted:
         lines += _top_level_lines(changed)
+    lines += _variable_lines(file, before, after, wanted)
     return lines or ["no change to these services' definitions the diff can name"]
+
+
+def _variable_lines(file: str, before: bytes | None, after: bytes | None, wanted: set[str]) -> list[str]:
+    """The host variables the newer definition reads and the older did not: every host
+    needs them before this tag's `up` (rollout/variables.py)."""
+    try:
+        old = load_documents(before, where=file)[0] if before is not None else {}
+        new = load_documents(after, where=file)[0] if after is not None else {}
+    except InputError:
+        return []  # the diff above already said the file cannot be read
+    found = [
+        variable for variable in new_variables(old, new) if not wanted or wanted & set(variable.services)
+    ]
+    return [f"new host variables: {', '.join(variable.describe() for variable in found)}"] if found else []
 
 
 def _service_line(status: Status, texts: Sequence[str]) -> str:

@@ -193,3 +193,16 @@ def test_a_file_the_diff_cannot_read_keeps_its_tag_listed_and_says_why(
     assert newest.tag == "v0.0.6" and newest.changes[0].startswith(
         "(what changed is not shown: the diff cannot read it: "
     )
+
+
+def test_a_tag_that_starts_reading_a_host_variable_says_so(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (repo / FILE).read_text(encoding="utf-8")
+    new = text.replace("      LOG_LEVEL: info\n", "      LOG_LEVEL: info\n      RATE: ${PROXY_RPS:-50}\n")
+    commit(repo, "engine: a rate limit", T0 + days(5), new)
+    tag(repo, monkeypatch, T0 + days(5))
+    capsys.readouterr()
+    assert history(repo, "--format", "json") == 0
+    newest = json.loads(capsys.readouterr().out)["tags"][0]
+    assert "new host variables: PROXY_RPS (default '50')" in newest["changes"]
