@@ -149,6 +149,20 @@ def load_plan(path: Path) -> dict[str, Any]:
     for file in plan.get("files") or ():
         if file.get("error"):
             raise UsageError(f"{path}: {file['path']}: the plan could not plan it: {file['error']}")
+    tags = plan.get("tags") or {}
+    for which, option in (("new", "--tag"), ("old", "--base-tag")):
+        name = str(tags.get(which) or "")
+        if name.startswith("<"):
+            raise UsageError(
+                f"{path}: the plan names {name}, a placeholder: compose-manager needs the real tag",
+                hint=f"write the plan again with {option} TAG",
+            )
+    deployable = str(tags.get("deployable") or "")
+    if deployable.startswith("deployable from"):
+        raise RefusedError(
+            f"{path}: {tags['new']} is not {deployable}: compose-manager refuses a younger tag",
+            hint="apply it then; the age gate has no per-call exception",
+        )
     return plan
 
 

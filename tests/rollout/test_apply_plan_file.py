@@ -1,0 +1,73 @@
+"""`rollout apply` refuses, before any call, a plan it cannot send as written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rollout.cli import main
+
+PLAN: dict[str, Any] = {
+    "format": "tierops.rollout.plan/2",
+    "tags": {
+        "new": "v0.0.2",
+        "old": "v0.0.1",
+        "notes": [],
+        "deployable": "deployable now under MIN_TAG_AGE_HOURS=48",
+    },
+    "files": [],
+}
+
+
+def apply(tmp_path: Path, capsys: pytest.CaptureFixture[str], plan: dict[str, Any]) -> tuple[int, str]:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    endpoints = tmp_path / "hosts.yaml"
+    endpoints.write_text("h1: http://127.0.0.1:9\n", encoding="utf-8")
+    code = main(["apply", str(path), "--endpoints", str(endpoints)])
+    out, err = capsys.readouterr()
+    assert out == ""
+    return code, err
+
+
+@pytest.fixture(autouse=True)
+def token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", "t")
+
+
+def test_a_plan_with_a_placeholder_tag_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = {**PLAN, "tags": {**PLAN["tags"], "new": "<NEW_TAG>"}}
+    code, err = apply(tmp_path, capsys, plan)
+    assert code == 2
+    assert err.startswith(f"{tmp_path / 'plan.json'}: the plan names <NEW_TAG>, a placeholder")
+    assert err.rstrip().endswith("write the plan again with --tag TAG")
+
+
+def test_a_tag_younger_than_the_gate_is_refused_with_when_it_deploys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    later = "deployable from 2026-12-05T10:00:00Z (MIN_TAG_AGE_HOURS=48)"
+    code, err = apply(tmp_path, capsys, {**PLAN, "tags": {**PLAN["tags"], "deployable": later}})
+    assert code == 2
+    assert f"v0.0.2 is not {later}" in err
+
+
+def test_not_a_plan_and_a_missing_token_are_one_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, err = apply(tmp_path, capsys, {"format": "something else"})
+    assert (code, len(err.splitlines())) == (2, 1)
+    assert "not a plan of format tierops.rollout.plan/2" in err
+    monkeypatch.delenv("COMPOSE_MANAGER_TOKEN")
+    code, err = apply(tmp_path, capsys, PLAN)
+    assert (code, err.splitlines()[0].split(";")[0]) == (2, "COMPOSE_MANAGER_TOKEN is not set")
+
+
+def test_an_unreachable_host_is_named_and_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = {**PLAN, "files": [{"path": "prod/x.yaml", "hosts": ["h1"], "stages": [], "rollback": []}]}
+    code, err = apply(tmp_path, capsys, plan)
+    assert code == 3
+    assert err.startswith("h1 (http://127.0.0.1:9) does not answer")
