@@ -696,6 +696,10 @@ class MaskingStream(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
+    def isatty(self) -> bool:
+        # What the output is (a terminal, a pipe) is the target's: colour depends on it.
+        return self._target.isatty()
+
     def write(self, text: str) -> int:
         self._pending += text
         cut = self._pending.rfind("\n")

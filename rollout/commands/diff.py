@@ -10,10 +10,11 @@ services are one line; secret values are masked in every format (rollout/masking
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from rollout import git
+from rollout import colour, git
 from rollout.changes import ChangeSet
 from rollout.compare import compare
 from rollout.masking import mask_changeset, protect_source, write_masked
@@ -101,7 +102,10 @@ def load_sides(args: argparse.Namespace) -> tuple[Path, Snapshot, Snapshot, Chan
 
 def run(args: argparse.Namespace) -> int:
     _, changeset = load_changeset(args)
-    sys.stdout.write(RENDERERS[args.format](changeset))
+    report = RENDERERS[args.format](changeset)
+    if args.format == "text" and colour.wanted(sys.stdout, os.environ):
+        report = colour.colour(report)
+    sys.stdout.write(report)
     if args.markdown_to is not None:
         write_masked(args.markdown_to, RENDERERS["markdown"](changeset))
     if args.format != "text":  # the text report already carries these lines
