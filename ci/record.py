@@ -356,7 +356,11 @@ def _parser() -> argparse.ArgumentParser:
         f"(steps.<id>.outcome; default ${OUTCOMES_ENV}): a failed step is never shown as a pass",
     )
     parser.add_argument(
-        "--digest", action="store_true", help="print the digest of the existing record and exit"
+        "--digest",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="print the digest of the existing record (or of FILE, a record kept by a release) and exit",
     )
     return parser
 
@@ -370,8 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     build: Path = args.build_dir
-    if args.digest:
-        path = build / RECORD_NAME
+    if args.digest is not None:
+        path = Path(args.digest) if args.digest else build / RECORD_NAME
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -456,6 +456,8 @@ class Verification:
     # The digest of the check-matrix record the check wrote in the worktree
     # (tierops.checkmatrix), read before the worktree is removed; None without one.
     check_matrix: str | None = None
+    # That record's bytes, as written: what a release attests (`release tag --records`).
+    record_bytes: bytes | None = None
 
     @property
     def ok(self) -> bool:
@@ -595,6 +597,7 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
     worktree = tmp / "worktree"
     output, returncode = "", -1
     check_matrix: str | None = None
+    record_bytes: bytes | None = None
     with _SignalGuard() as guard:
         try:
             git.run(repo, ["worktree", "add", "--quiet", "--detach", str(worktree), commit])
@@ -619,6 +622,8 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
                 written = read_record(worktree / "build" / RECORD_NAME)
                 if returncode == 0:
                     check_matrix = digest(written) if written is not None else None
+                    if written is not None:
+                        record_bytes = (worktree / "build" / RECORD_NAME).read_bytes()
                 elif written is not None:
                     output = _with_failures(output, commit, written)
         finally:
@@ -639,7 +644,7 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
             )
             error.exit_code = ExitCode(interrupted(guard.received))
             raise error
-    return Verification(commit, tuple(command), returncode, output, check_matrix)
+    return Verification(commit, tuple(command), returncode, output, check_matrix, record_bytes)
 
 
 def _with_failures(output: str, commit: str, record: Mapping[str, Any]) -> str:

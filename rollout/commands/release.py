@@ -25,6 +25,7 @@ from typing import Any
 
 from rollout import changelog, git, release, rollback, tags
 from rollout.masking import protect_source
+from tierops.atomic import write_bytes_atomic
 from tierops.errors import InputError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlload import read_regular
@@ -133,6 +134,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-verify", action="store_true", help="tag without running the check (recorded in the tag)"
     )
     tag.add_argument(
+        "--records",
+        type=Path,
+        metavar="DIR",
+        help="also write each tagged commit's check-matrix record to DIR/TAG.check-matrix.json "
+        "(what the release workflow attests)",
+    )
+    tag.add_argument(
         "--verify-command",
         metavar="CMD",
         help=f"the check to run in the worktree, split with shell rules, run without a shell "
@@ -189,6 +197,17 @@ def run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- tag
 
 
+def _keep_record(directory: Path | None, tag: str, record: bytes | None) -> str:
+    """`--records DIR`: the tag's check-matrix record, as its check wrote it, for the
+    release workflow to attest; the report's words for it."""
+    if directory is None or record is None:
+        return ""
+    target = directory / f"{tag}.check-matrix.json"
+    directory.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(target, record)
+    return f"; record {target}"
+
+
 def _tag(repo: Path, args: argparse.Namespace) -> int:
     remote: str | None = args.remote or ("origin" if args.push else None)
     command = None if args.no_verify else tags.verify_command(args.verify_command, os.environ)
@@ -214,6 +233,7 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
         )
     for index, commit in enumerate(plan.commits, start=1):
         check_matrix: str | None = None
+        record_bytes: bytes | None = None
         if command is None:
             verified = release.VERIFY_SKIPPED
         else:
@@ -247,6 +267,7 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
                 return ExitCode.FINDINGS
             verified = command.recorded()
             check_matrix = outcome.check_matrix
+            record_bytes = outcome.record_bytes
         record = release.record_for_commit(repo, commit, verified, check_matrix)
         created = tags.create(repo, plan, commit, functools.partial(_message, record=record))
         for skipped in created.skipped:
@@ -268,6 +289,7 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
             else f"NOT verified: {record.verify.partition(':')[0]}"
         )
         evidence = f"; check matrix {record.check_matrix[:19]}" if record.check_matrix else ""
+        evidence += _keep_record(args.records, created.name, record_bytes)
         print(f"created {created.name} on {commit[:12]} ({how}{evidence}){pushed}")
     return ExitCode.OK
 

@@ -170,6 +170,12 @@ def test_the_cli_writes_the_record_the_markdown_the_summary_and_the_pull_request
     assert record.main(["--build-dir", str(tmp_path), "--digest"]) == 0
     assert capsys.readouterr().out == digest(written) + "\n"
     assert read_digest(tmp_path / "check-matrix.json") == digest(written)
+    # A record a release kept elsewhere, given by path: the digest its tag names.
+    kept = tmp_path / "kept" / "v0.0.3.check-matrix.json"
+    kept.parent.mkdir()
+    kept.write_bytes((tmp_path / "check-matrix.json").read_bytes())
+    assert record.main(["--build-dir", str(tmp_path / "nowhere"), "--digest", str(kept)]) == 0
+    assert capsys.readouterr().out == digest(written) + "\n"
 
 
 # --------------------------------------------------------------------------- reproducible

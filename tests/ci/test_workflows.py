@@ -332,23 +332,38 @@ def test_release_tags_the_commit_check_passed_never_a_pull_request_s() -> None:
 def test_the_write_token_is_only_in_the_step_that_pushes_tags() -> None:
     release = _load(RELEASE)
     assert release["permissions"] == {}
-    assert release["jobs"]["tag"]["permissions"] == {"contents": "write"}
+    # contents: push the tags; id-token and attestations: sign and store the attestation
+    # of each tag's check-matrix record (actions/attest-build-provenance).
+    assert release["jobs"]["tag"]["permissions"] == {
+        "contents": "write",
+        "id-token": "write",
+        "attestations": "write",
+    }
     steps = release["jobs"]["tag"]["steps"]
     holders = [step for step in steps if "github.token" in str(step) or "secrets." in str(step)]
     assert [step["name"] for step in holders] == [
         "Tag and push (each commit verified again in its own worktree)"
     ]
     (pusher,) = holders
-    assert pusher is steps[-1]
-    assert pusher["run"] == 'nox -R -s release -- tag --remote origin --push --commit "$COMMIT"'
+    pushed = steps.index(pusher)
+    assert pusher["run"] == (
+        'nox -R -s release -- tag --remote origin --push --commit "$COMMIT" --records build/records'
+    )
     assert pusher["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
     # No override of the check: `release tag` itself starts it without the token and
     # git's per-process credential config (tests/rollout: check_environment), so the tag
     # records `passed: nox -s check`.
     assert "TIEROPS_RELEASE_VERIFY" not in pusher["env"]
     assert {"GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"} <= set(pusher["env"])
-    assert "--install-only" in steps[-2]["run"]  # every install before the token exists
+    assert "--install-only" in steps[pushed - 1]["run"]  # every install before the token exists
     assert "token" not in str(release["jobs"]["tag"].get("env", {})).lower()
+    # After the push only actions run, and they read what the tag command wrote: the
+    # records the tags name, attested, then kept as an artifact.
+    attest, keep = steps[pushed + 1 :]
+    assert attest["uses"].startswith("actions/attest-build-provenance@")
+    assert attest["with"] == {"subject-path": "build/records/*.check-matrix.json"}
+    assert keep["uses"].startswith("actions/upload-artifact@") and keep["with"]["path"] == "build/records/"
+    assert all("run" not in step for step in (attest, keep))
 
 
 # --- zizmor --------------------------------------------------------------------------------
@@ -620,5 +635,8 @@ def test_release_tags_only_a_commit_whose_check_passed_and_can_be_dispatched() -
     assert checkout["with"]["ref"] == "${{ github.event.workflow_run.head_sha || github.sha }}"
     assert checkout["with"]["fetch-depth"] == 0
     tag = next(step for step in job["steps"] if "release -- tag" in step.get("run", ""))
-    assert tag["run"] == 'nox -R -s release -- tag --remote origin --push --commit "$COMMIT"'
+    assert (
+        tag["run"]
+        == 'nox -R -s release -- tag --remote origin --push --commit "$COMMIT" --records build/records'
+    )
     assert tag["env"]["COMMIT"].startswith("${{ github.event.workflow_run.head_sha ||")

@@ -103,3 +103,18 @@ def test_the_line_survives_formatting_and_parsing_and_a_malformed_one_is_refused
     broken = release.format_message("v0.0.4", record).replace("c" * 64, "not-a-digest")
     with pytest.raises(release.RecordError, match="malformed check-matrix line"):
         release.parse_message(broken)
+
+
+def test_records_keeps_the_record_the_tag_names_for_the_workflow_to_attest(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TIEROPS_RELEASE_VERIFY", WRITES_RECORD)
+    records = tmp_path / "records"
+    assert main(["release", "tag", "--repo", str(world.a), "--push", "--records", str(records)]) == 0
+    kept = records / "v0.0.1.check-matrix.json"
+    # The bytes the check wrote, whose digest is the evidence the tag message records.
+    assert json.loads(kept.read_bytes()) == RECORD
+    assert (
+        digest(json.loads(kept.read_bytes())) == release.parse_message(message(world, "v0.0.1")).check_matrix
+    )  # type: ignore[union-attr]
+    assert f"; record {kept}" in capsys.readouterr().out
