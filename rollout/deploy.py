@@ -38,6 +38,7 @@ from tierops.exitcodes import ExitCode
 
 TOKEN_ENV = "COMPOSE_MANAGER_TOKEN"
 PLAN_FORMAT = "tierops.rollout.plan/2"
+WAIT_REPORT = 30.0  # seconds between the lines that say a verification still waits
 API_KINDS = frozenset({"running", "healthy", "image", "label", "server_args"})
 Report = Callable[[str], None]
 
@@ -175,6 +176,7 @@ class Applier:
     rollback_on_failure: bool = False
     wait: float = 2700.0  # a verify waits this long for health (an engine loads in minutes)
     poll: float = 2.0
+    report_every: float = WAIT_REPORT
 
     def run(self) -> bool:
         """True when every step of every host passed; False after a failure (undone or
@@ -260,14 +262,21 @@ class Applier:
             if check.get("kind") not in API_KINDS:
                 self.report(f"      for the operator: {check['what']}: expect {check['expect']}")
                 continue
-            deadline = time.monotonic() + self.wait
+            started = time.monotonic()
+            said = started
             while True:
                 seen = self._read(file, host, project, service, check)
                 if seen is None:
                     self.report(f"      ok: {check['what']}")
                     break
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now - started >= self.wait:
                     raise CallFailed(f"{check['what']}: expected {check['expect']}, {seen}")
+                if now - said >= self.report_every:  # a cold start takes long: say it still waits
+                    self.report(
+                        f"      waiting: {check['what']}: {seen} ({now - started:.0f} s of {self.wait:.0f} s)"
+                    )
+                    said = now
                 time.sleep(self.poll)
 
     def _read(

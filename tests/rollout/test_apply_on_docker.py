@@ -19,7 +19,7 @@ import pytest
 
 from rollout import deployer
 from rollout.cli import main
-from rollout.deploy import Host, preview_mismatch
+from rollout.deploy import Applier, Host, Journal, load_plan, preview_mismatch
 from rollout.local_manager import Manager, parse_plan, serve
 from tests.dockerkit import IMAGE, Docker, daemon
 from tests.rollout.diffkit import commit, git, new_repo, run_cli
@@ -269,3 +269,24 @@ def test_status_reports_an_older_tag_a_stopped_container_a_swapped_image_and_an_
         f"DRIFT local [{project}] {FILE} api-b: runs {NEXT_IMAGE}, its definition at v0.0.2 says {IMAGE}",
         f"DRIFT local [{project}] {FILE} stray: runs, but {FILE} at v0.0.2 does not define it (an orphan)",
     ]
+
+
+def test_a_verification_that_waits_says_so_while_it_waits(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    deploy(world, "HEAD")
+    plan_path = plan_to(world, stack(service("3602", SICK), service()), monkeypatch, capsys)
+    lines: list[str] = []
+    hosts = {"local": Host("local", world["url"], TOKEN)}
+    applier = Applier(
+        load_plan(plan_path),
+        hosts,
+        Journal.open(tmp_path / "journal"),
+        lines.append,
+        wait=5,
+        poll=0.5,
+        report_every=1,
+    )
+    assert applier.run() is False
+    waiting = [line for line in lines if line.startswith("      waiting: healthy")]
+    assert waiting and all(" s of 5 s)" in line for line in waiting)
