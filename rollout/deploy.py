@@ -22,6 +22,7 @@ Nothing here prints: the caller passes `report`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -100,18 +101,32 @@ class Host:
 
 @dataclass
 class Journal:
-    """The steps done, one JSON line each; an apply run again skips them."""
+    """The steps done, one JSON line each; an apply run again skips them. Its first line
+    names the plan (a digest of its file): a journal is never read against another plan,
+    whose step numbers would mean other calls."""
 
     path: Path
+    plan: str
     done: set[str] = field(default_factory=set)
 
     @classmethod
-    def open(cls, path: Path) -> Journal:
-        journal = cls(path)
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    journal.done.add(json.loads(line)["key"])
+    def open(cls, path: Path, plan: str) -> Journal:
+        journal = cls(path, plan)
+        if not path.exists():
+            path.write_text(json.dumps({"plan": plan}) + "\n", encoding="utf-8")
+            return journal
+        try:
+            lines = [
+                json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+            ]
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: not a journal of rollout apply: {exc}") from None
+        if not lines or lines[0].get("plan") != plan:
+            raise UsageError(
+                f"{path} is the journal of another plan: its steps would be skipped in this one",
+                hint="move it away to start this plan from its first step, or pass --journal FILE",
+            )
+        journal.done.update(str(line["key"]) for line in lines[1:] if "key" in line)
         return journal
 
     def record(self, key: str) -> None:
@@ -136,6 +151,10 @@ def load_endpoints(path: Path, token: str) -> dict[str, Host]:
             raise UsageError(f"{path}: host {name}: the endpoint must be an http(s) URL, not {url!r}")
         hosts[str(name)] = Host(str(name), url, token)
     return hosts
+
+
+def plan_digest(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load_plan(path: Path) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from rollout.deploy import TOKEN_ENV, Applier, Journal, load_endpoints, load_plan
+from rollout.deploy import TOKEN_ENV, Applier, Journal, load_endpoints, load_plan, plan_digest
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 
@@ -27,7 +27,8 @@ It refuses to start while a host reports an operation in flight (GET /status: a 
 call would get 409). It stops at the first failure and undoes what was already past its
 down, in the plan's rollback order: with --rollback-on-failure it sends those calls,
 else it prints them. A journal (--journal, default PLAN.journal) records each step done:
-run the same command again to resume where it stopped. The bearer token is read from
+run the same command again to resume where it stopped; a journal of another plan is
+refused, never read against this one. The bearer token is read from
 ${TOKEN_ENV} and never printed.
 """
 EPILOG = epilog("a step failed (what ran was rolled back, or the rollback was printed)").replace(
@@ -55,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
         )
     plan = load_plan(args.plan)
     hosts = load_endpoints(args.endpoints, token)
-    journal = Journal.open(args.journal or args.plan.with_name(args.plan.name + ".journal"))
+    journal = Journal.open(
+        args.journal or args.plan.with_name(args.plan.name + ".journal"), plan_digest(args.plan)
+    )
 
     def report(line: str) -> None:
         print(line, flush=True)

@@ -19,7 +19,7 @@ import pytest
 
 from rollout import deployer
 from rollout.cli import main
-from rollout.deploy import Applier, Host, Journal, load_plan, preview_mismatch
+from rollout.deploy import Applier, Host, Journal, load_plan, plan_digest, preview_mismatch
 from rollout.local_manager import Manager, parse_plan, serve
 from tests.dockerkit import IMAGE, Docker, daemon
 from tests.rollout.diffkit import commit, git, new_repo, run_cli
@@ -281,7 +281,7 @@ def test_a_verification_that_waits_says_so_while_it_waits(
     applier = Applier(
         load_plan(plan_path),
         hosts,
-        Journal.open(tmp_path / "journal"),
+        Journal.open(tmp_path / "journal", plan_digest(plan_path)),
         lines.append,
         wait=5,
         poll=0.5,

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from rollout.cli import main
+from rollout.deploy import Journal, plan_digest
+from tierops.errors import UsageError
 
 PLAN: dict[str, Any] = {
     "format": "tierops.rollout.plan/2",
@@ -71,3 +73,16 @@ def test_an_unreachable_host_is_named_and_exits_3(tmp_path: Path, capsys: pytest
     code, err = apply(tmp_path, capsys, plan)
     assert code == 3
     assert err.startswith("h1 (http://127.0.0.1:9) does not answer")
+
+
+def test_a_journal_of_another_plan_is_refused_not_read(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN), encoding="utf-8")
+    journal = Journal.open(tmp_path / "plan.json.journal", plan_digest(plan))
+    journal.record("h1\tprod/x.yaml\t1.1")
+    # The same plan resumes: the step done is known.
+    assert Journal.open(tmp_path / "plan.json.journal", plan_digest(plan)).done == {"h1\tprod/x.yaml\t1.1"}
+    # A plan written again (another change, the same file name) is another plan.
+    plan.write_text(json.dumps({**PLAN, "tags": {**PLAN["tags"], "new": "v0.0.3"}}), encoding="utf-8")
+    with pytest.raises(UsageError, match="is the journal of another plan"):
+        Journal.open(tmp_path / "plan.json.journal", plan_digest(plan))
