@@ -98,15 +98,24 @@ def problems(endpoint: str, body: Mapping[str, Any], contract: Contract | None =
         if name not in fields:
             what = "a down cannot be previewed" if (endpoint, name) == (DOWN, "dry_run") else "it is dropped"
             found.append(f"{endpoint}: unknown field {name!r} ({what})")
+    found += type_problems(endpoint, body, contract)
+    if body.get("dry_run") is True and body.get("materialize_only") is True:
+        found.append(f"{endpoint}: dry_run and materialize_only together (a preview stages nothing)")
+    found += _scoped(endpoint, body, contract)
+    return found
+
+
+def type_problems(endpoint: str, body: Mapping[str, Any], contract: Contract | None = None) -> list[str]:
+    """What the server's deserializer refuses (HTTP 422): a required field missing, a
+    field of the wrong type. Unknown fields are not among them: serde drops those."""
+    fields = (contract or load()).bodies.get(endpoint, {})
+    found: list[str] = []
     for field in fields.values():
         if field.required and field.name not in body:
             found.append(f"{endpoint}: required field {field.name!r} missing")
         value = body.get(field.name)
         if field.name in body and not _is_a(value, field.type):
             found.append(f"{endpoint}: {field.name!r} must be a {field.type}, not {type(value).__name__}")
-    if body.get("dry_run") is True and body.get("materialize_only") is True:
-        found.append(f"{endpoint}: dry_run and materialize_only together (a preview stages nothing)")
-    found += _scoped(endpoint, body, contract)
     return found
 
 

@@ -338,13 +338,13 @@ def _handler(manager: Manager) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 fields = deployer.load().bodies[f"POST {self.path}"]
-                if not isinstance(body, dict) or "tag" not in body:
-                    raise Refused(422, "missing field `tag`")
-                # serde: a field the struct does not declare is dropped without a word.
-                body = {key: value for key, value in body.items() if key in fields}
-                problems = [p for p in deployer.problems(f"POST {self.path}", body) if "must be a" in p]
+                if not isinstance(body, dict):
+                    raise Refused(422, "the body is not a JSON object")
+                problems = deployer.type_problems(f"POST {self.path}", body)
                 if problems:
                     raise Refused(422, problems[0])
+                # serde: a field the struct does not declare is dropped without a word.
+                body = {key: value for key, value in body.items() if key in fields}
             except (ValueError, Refused) as exc:
                 self._error(getattr(exc, "code", 400), str(exc))
                 return
