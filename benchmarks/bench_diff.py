@@ -6,7 +6,7 @@ removed, its value changed, values swapped between two flags, a label, an env va
 nested key) and prints:
 
 - the real program end to end: `python -m rollout diff --base HEAD` in a git
-  repository holding the base, the head in the working tree (issue 9: at most 0.5 s on
+  repository holding the base, the head in the working tree (at most 0.5 s on
   a 2-core machine), beside `python -c pass` (the interpreter's own start-up);
 - its parts in process: reading both files through the one loader and the canonical
   model (`rollout/forms.py`), then the change model, masking and the text lines;

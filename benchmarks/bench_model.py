@@ -2,7 +2,7 @@
 
 Run from the repository root in an environment with the runtime pins (`nox -s bench`
 runs it, or `.nox/tests/bin/python benchmarks/bench_model.py`). Prints figures; asserts
-nothing (a benchmark, not a timed test). Targets of issue 9, printed beside each line:
+nothing (a benchmark, not a timed test). Targets, printed beside each line:
 
 - load + canonicalise MB/s on the prod files and on a synthetic 200-service file;
 - a 1 MB file loads (and canonicalises) in at most 0.5 s;

@@ -3,7 +3,7 @@
 Run: `nox -s bench` (or `python benchmarks/bench_validators.py` from the repository
 root). Prints figures; a benchmark, not a test: nothing here fails on a slow machine.
 
-Targets (issue 10 item 7): `python -m validators` on the 3 prod files under 0.3 s wall
+Targets: `python -m validators` on the 3 prod files under 0.3 s wall
 in a fresh process (printed beside `python -c pass`, the interpreter's own start-up on
 this machine); throughput in files/s and MB/s on a synthetic 100-file fleet.
 

@@ -5,7 +5,7 @@ this checkout's nox environments (`nox --envdir .nox -r`), it runs the real
 `nox -s check` six times:
 
   1. clean: it passes and writes build/check-matrix.json;
-  2. clean again: the same record but for durations (issue 13's repeat run);
+  2. clean again: the same record but for durations (a repeat run);
   3. a one-byte edit of a prod file: `generated` fails;
   4. a validator finding (an image pinned by tag, not by digest): `validate` fails,
      with a compose-hygiene finding;

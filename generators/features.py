@@ -1,4 +1,4 @@
-"""The feature layers a target applies to the engine skeleton (SPEC 4.2).
+"""The feature layers a target applies to the engine skeleton.
 
 A feature is a named, reviewable change to one engine: flags (at a slot of the base
 argv, or appended after it), environment variables, and the token it adds to the
@@ -37,7 +37,7 @@ HICACHE_DEFAULT_RAM_BUDGET: Final = "${GLM53_HICACHE_RAM_BUDGET:-406GiB}"
 
 
 class Stage(Enum):
-    """Where a feature's token goes in config_variant (SPEC 4.3)."""
+    """Where a feature's token goes in config_variant."""
 
     CONFIG = "config"  # before the hardware tokens: c8192-qsplit-hicache-pdi2
     INGESTION = "ingestion"  # after them: ...-h200-tp4-ep4-dyntok

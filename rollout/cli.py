@@ -2,7 +2,7 @@
 
 Subcommands are listed in `COMMANDS`, a plain dict of names and modules (no discovery
 magic); each lives in `rollout/commands/<name>.py`. A command's module is imported when
-it is needed: a diff never pays for the release tools' imports (issue 9).
+it is needed: a diff never pays for the release tools' imports.
 """
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(sys.stdout, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(line_buffering=True)
-    # Everything the command prints, by any path, passes the masking boundary (issue 11).
+    # Everything the command prints, by any path, passes the masking boundary.
     # The cyclic collector is paused for the run: a diff holds hundreds of thousands of
     # small containers and makes no cycles worth collecting, and the collector's passes
-    # over them cost a tenth of the run (issue 9).
+    # over them cost a tenth of the run.
     with boundary(), no_gc():
         return guarded(lambda: int(command(args.command).run(args)), tool="rollout")

@@ -40,7 +40,7 @@ def run(repo: Path, args: Sequence[str], *, check: bool = True) -> subprocess.Co
         )
     except OSError as exc:
         # subprocess reports a missing working directory like a missing program:
-        # tell them apart, or `--repo /nonexistent` says git is not installed (issue 11).
+        # tell them apart, or `--repo /nonexistent` says git is not installed.
         if not Path(repo).is_dir():
             raise UsageError(f"{repo}: {_no_directory(Path(repo))}") from None
         if shutil.which("git") is None:

@@ -1,4 +1,4 @@
-"""Secrets never reach a report: masked by value, at the output boundary (issue 11).
+"""Secrets never reach a report: masked by value, at the output boundary.
 
 **The rule.** A value is secret when it sits under a secret-like key anywhere in the
 base or the head document (tierops.secrets.secret_key: `HF_TOKEN`, `PGPASSWORD`,
@@ -120,7 +120,7 @@ def _names_a_secret(line: str) -> bool:
 
 
 def fingerprint(value: str) -> str:
-    # Imported here: a run that masks nothing (most diffs) never loads OpenSSL (issue 9).
+    # Imported here: a run that masks nothing (most diffs) never loads OpenSSL.
     import hashlib
     import hmac
 
@@ -224,7 +224,7 @@ def mask_text(text: str) -> str:
 
     Line by line, each distinct line once, where no shape can span a line break (see
     `lines_apart`): the same text as masking it whole, in a fraction of the time on a
-    report that repeats its lines (issue 9).
+    report that repeats its lines.
     """
     if "\n" in text and lines_apart(text):
         masked: dict[str, str] = {}
@@ -277,7 +277,7 @@ _ASSIGNMENT = re.compile(
 # of these, so do the header names of HEADER), a Basic/Bearer scheme, a token shape, or
 # a run of 24 letters and digits (random runs and hex tokens). A line without any of
 # them holds nothing to collect, and most lines of a compose file are such lines: three
-# searches instead of the full reading (issue 9). A superset by construction, never a
+# searches instead of the full reading. A superset by construction, never a
 # judgement of what is secret; tests/rollout/test_diff_masking.py pins both facts.
 # The words are looked for in the lower-cased line, which matches what the
 # case-insensitive patterns match only in ASCII text (Unicode case folding pairs U+017F
@@ -310,7 +310,7 @@ def worth_reading(lines: list[str]) -> list[str]:
     nothing), in their order.
 
     The lines are searched as one text, by C-speed scans rather than a search a line (a
-    200-service file has tens of thousands of scalars, issue 9): each word part with
+    200-service file has tens of thousands of scalars): each word part with
     `str.find`, runs of 24 as 24 marks in a translated copy (`_RUN_MARKS`), token shapes
     with one `finditer`. That finds the same lines as searching each line on its own: no
     word part and no run holds a line break, and `_SHAPES` has no anchor and no class
@@ -416,7 +416,7 @@ class Masker:
 
         Without recursion (a document nests as deep as the loader allows), and the texts
         met are read together at the end (`_add_texts`): a file is tens of thousands of
-        scalars, most of them one word (issue 9)."""
+        scalars, most of them one word."""
         texts: list[str] = []
         seen = self._seen
         walked: dict[tuple[Any, Any, bool], Any] = {}
@@ -450,7 +450,7 @@ class Masker:
         """`document` without the entries of its top-level mappings equal to ones a walk
         of an earlier document met at the same place, under the same secret-ness: such an
         entry holds no secret and no text not already known (base and head share most of
-        their services, issue 9). The entries kept are noted in `walked`, for the walks
+        their services). The entries kept are noted in `walked`, for the walks
         after this one (not for those inside it: its texts are read when it ends)."""
         kept: dict[Any, Any] = {}
         for key, value in document.items():
@@ -592,7 +592,7 @@ class Masker:
         Line by line (each distinct line once) when nothing can match across a line
         break: no known spelling holds one, and no header or scheme word is in the text
         (`HEADER`'s spaces may span lines; no other shape has a line break). Otherwise
-        the text is masked whole. Both give the same text (issue 9: a 100-stack plan is
+        the text is masked whole. Both give the same text (a 100-stack plan is
         7 MB of JSON, most of it repeated lines).
         """
         if "\n" not in text or self._multiline or not lines_apart(text):

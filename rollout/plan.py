@@ -759,8 +759,8 @@ def _preview_expect(item: _Item, *, added: bool) -> str:
 
 def _canary(engines: Sequence[_Item]) -> str | None:
     """The engine that tries a change first: the first changed engine whose argv, env or
-    image change the engines after it share. Nothing else is called a canary (issue 11:
-    a removed engine was labelled "the treatment/canary replica")."""
+    image change the engines after it share. Nothing else is called a canary: a removed
+    engine was once labelled "the treatment/canary replica"."""
     changed = [item for item in engines if item.status is Status.CHANGED]
     if len(changed) < 2:
         return None

@@ -2,7 +2,7 @@
 the age gate, and the history of one definition.
 
 **What a release tag is** (one definition, shared by `release tag|history|rollback`
-and `plan`; issue 11): a tag named exactly `v0.0.N`, annotated, whose message carries
+and `plan`): a tag named exactly `v0.0.N`, annotated, whose message carries
 the record `rollout release tag` writes, for the very commit the tag points at, and
 that commit is on the first-parent history of main. Every other `v0.0.*` tag (a
 lightweight one, one without a record or with another commit's record, one off
@@ -370,7 +370,7 @@ def judge(
         return f"its record names commit {record.commit[:12]}, but it points at {commit[:12]}"
     if commit not in line:
         # A side branch's commits were never deployed as such: a stray v0.0.50 there
-        # must not make main's next release v0.0.51 (issue 11).
+        # must not make main's next release v0.0.51.
         return f"its commit {commit[:12]} is not on the first-parent history of {branch}"
     return record
 
@@ -537,7 +537,7 @@ def refuse_shallow(repo: Path) -> None:
 
 @dataclass(frozen=True)
 class AgeGate:
-    """compose-manager refuses a tag whose *commit* is younger than this (SPEC 1)."""
+    """compose-manager refuses a tag whose *commit* is younger than this."""
 
     hours: int
 

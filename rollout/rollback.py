@@ -212,7 +212,7 @@ def plan_rollback(
             ),
         ]
     # Tags an operator may have taken for the deployed or the previous release: say
-    # why they are not (a lightweight v0.0.10 on HEAD is no rollback point, issue 11).
+    # why they are not (a lightweight v0.0.10 on HEAD is no rollback point).
     ignored = tuple(tag for tag in tags.ignored if (tag.number or -1) > target.number)
     return Rollback(
         file,

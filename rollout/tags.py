@@ -1,6 +1,6 @@
 """Make release tags: which commits, the check at each, then create and push.
 
-The write side of git lives here and only here. Rules (SPEC 7, issues 6 and 11):
+The write side of git lives here and only here. Rules:
 
 - Only release tags count (rollout/release.py: `v0.0.N`, annotated, the tool's record
   of its own commit, on the branch's first-parent history), here and on the remote.
@@ -585,7 +585,7 @@ def verify(repo: Path, commit: str, command: Sequence[str]) -> Verification:
     The command runs in a session (process group) of its own. The worktree and everything
     the command wrote into it (nox's .nox/) are removed afterwards, whatever happened. On
     SIGTERM or SIGINT the check's whole process group is ended, the worktree removed, and
-    Interrupted raised (issue 11: a cancelled CI job used to leave both behind).
+    Interrupted raised (a cancelled CI job used to leave both behind).
 
     When the command exits 0, the digest of the check-matrix record it wrote
     (build/check-matrix.json in the worktree, as `nox -s check` writes it) is the

@@ -834,7 +834,7 @@ def _argv(ctx: _Ctx, value: Any, origin: Origin) -> list[str] | None:
         words = []
         origins = ctx.origins
         # The loader keeps a position and a span per item: `ctx.item`, inline (an argv
-        # of 80 words in 200 services made it a tenth of the model's time, issue 9).
+        # of 80 words in 200 services made it a tenth of the model's time).
         if len(value.item_pos) == len(value.item_span) == len(value):
             children = map(_new_origin, zip(value.item_pos, value, value.item_span, strict=True))
         else:

@@ -21,7 +21,7 @@ pinned by tests/tierops/test_yamlload.py against the real binary):
   document stay usable in the next ones;
 - a file without any document is "empty compose file".
 
-Budgets, each a clear finding and never a hang (issue 9): regular files only (a FIFO,
+Budgets, each a clear finding and never a hang: regular files only (a FIFO,
 a device or a directory is refused before a byte is read), MAX_BYTES, a nesting depth
 checked on every start event (before anything deeper is parsed: libyaml's cost grows
 with the square of the depth), and MAX_NODES after alias expansion (alias bombs).
@@ -382,7 +382,7 @@ class _Composer:
         `events` is the parser's module of event classes (PyYAML's or ruamel.yaml's: the
         same names and fields). Most events are a scalar key, value or item of an
         ordinary collection: their steps run inline, on the current collection's state
-        kept in local variables (issue 9: the loader's Python steps cost more than
+        kept in local variables (the loader's Python steps cost more than
         libyaml's parsing). Everything else (collections, aliases, anchors, merge and
         duplicate keys, empty values, the document root, the node budget's last node)
         writes that state back and takes the general path.

@@ -99,7 +99,7 @@ def _jobs(config: Embedded, data: YMap, receiver: str) -> Collector:
                 pos=config.outer(item.at("job_name") if "job_name" in item else scrape.at(index)),
             )
             statics = item.get("static_configs")
-            # A wrong type here is collector-config's finding, not a crash (issue 10).
+            # A wrong type here is collector-config's finding, not a crash.
             for static in statics if isinstance(statics, YList) else ():
                 if not isinstance(static, YMap):
                     continue

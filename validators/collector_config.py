@@ -144,8 +144,8 @@ def _env_refs(path: str, parsed: Collector, service: Service) -> Iterator[Findin
                 )
 
 
-# What each key of a scrape job holds; a value of another type is a finding (issue 10:
-# `static_configs: 5` was a TypeError, exit 3).
+# What each key of a scrape job holds; a value of another type is a finding
+# (`static_configs: 5` was once a TypeError, exit 3).
 _JOB_TYPES: dict[str, tuple[type, str]] = {
     "job_name": (str, "a string"),
     "metrics_path": (str, "a string"),

@@ -8,7 +8,7 @@ unknown healthcheck or config key, a config mount's `target: 5`) is a finding.
 A generated file (its header says GENERATED FILE) carries no YAML anchors, aliases or
 merge keys: the byte-identical check and the reviewers read it literally.
 
-**No secret written literally anywhere a secret goes** (issue 10; what a secret looks
+**No secret written literally anywhere a secret goes** (what a secret looks
 like is tierops/secrets.py, shared with the diff and the release tools):
 
 - an env value, label value or flag value whose key names a secret (token, secret,

@@ -3,7 +3,7 @@
 dcgm-exporter resolves every field of its counters CSV by name (go-dcgm's
 `GetFieldID`, then its own `DCGM_EXP_*` counters) and refuses to start on a name it
 cannot find. The shape check (`^DCGM_(FI|EXP)_[A-Z0-9_]+$`) lets a typo such as
-`DCGM_FI_DEV_GPU_UTILIZATION` through (issue 10: "counters naming a field that does
+`DCGM_FI_DEV_GPU_UTILIZATION` through ("counters naming a field that does
 not exist"); the catalogue does not.
 
 One catalogue per exporter release tag, `validators/contracts/dcgm-fields-<tag>.txt`,

@@ -128,7 +128,7 @@ def _abbreviation(written: str, ctx: Context) -> tuple[FlagSpec | None, Finding 
         return None, None
     spellings = _spellings(ctx)
     # The flags starting with `written` are one run of the sorted list: two bisections,
-    # not a scan of 460 flags per word (20k unknown flags took seconds; issue 10).
+    # not a scan of 460 flags per word (20k unknown flags took seconds).
     start = bisect.bisect_left(spellings, written)
     end = start
     while end < len(spellings) and spellings[end].startswith(written):
@@ -225,7 +225,7 @@ def _values(path: str, name: str, spec: FlagSpec, use: Use) -> Iterator[Finding]
 
 
 def _choice_findings(path: str, name: str, spec: FlagSpec, use: Use, value: Token) -> Iterator[Finding]:
-    """A value against the manifest's choices: known, unknown (issue 10: never "any
+    """A value against the manifest's choices: known, unknown (never "any
     value"), or accepted only under a condition the compose file cannot show."""
     said = f"{name} flag {use.written} value '{value.text}'"
     if spec.choices_expr is not None:

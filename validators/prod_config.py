@@ -622,7 +622,7 @@ _DELTA = "<per-replica>"
 def _without_deltas(form: dict[str, Any], contract: Contract) -> dict[str, Any]:
     """The runtime form with the declared per-replica deltas blanked out.
 
-    Every other key is compared whole: `deploy` and `labels` too (issue 10: parity used
+    Every other key is compared whole: `deploy` and `labels` too (parity used
     to skip both, so a limit or a label on one replica passed).
     """
     result = dict(form)

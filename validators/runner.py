@@ -18,7 +18,7 @@ from validators.loader import load_file, parse
 from validators.model import build
 from validators.registry import RULES
 
-# Findings shown per file (issue 10: 20k unknown flags printed 40k lines). A file with
+# Findings shown per file (20k unknown flags printed 40k lines). A file with
 # more gets its first CAP, then one finding that counts the rest by rule.
 CAP = 100
 

@@ -306,7 +306,7 @@ def protect_file_at_tags(repo: Path, file: str, found: release.TagSet) -> None:
 
     history and rollback print digests, not values; but compose's error line about the
     file at a tag, or a tag's message, may quote one, and the boundary can only mask a
-    value it knows (issue 11). One `git cat-file --batch` for all the tags."""
+    value it knows. One `git cat-file --batch` for all the tags."""
     protect_source(_read(repo / file))
     commits = [tag.commit for tag in found.releases]
     commits += [tag.commit for tag in found.ignored if tag.commit]

@@ -312,7 +312,7 @@ def test_diff_and_plan_count_changes_and_keep_their_markdown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A repository whose base differs from this checkout's prod/ in meaning, not only in
-    # spelling (the diff does not see spelling, issue 9): NCCL_DEBUG on both engines of
+    # spelling (the diff does not see spelling): NCCL_DEBUG on both engines of
     # every file, and one proxy setting in the long-context file.
     repo = tmp_path / "repo"
     (repo / "prod").mkdir(parents=True)

@@ -45,7 +45,7 @@ CHECK = shlex.join(
 )
 
 # What `tag` prints and records for CHECK: it is an override of `nox -s check`, so the
-# tag records it as that, never as `passed` (issue 11).
+# tag records it as that, never as `passed`.
 OVERRIDE_LINE = (
     f"verify: `{CHECK}` from $TIEROPS_RELEASE_VERIFY replaces `nox -s tests check`: "
     "tags record it as skipped (override), never as passed\n"

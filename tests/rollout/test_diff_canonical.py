@@ -1,4 +1,4 @@
-"""The diff compares what Compose sees (issue 9 item 4, issue 11 item 2).
+"""The diff compares what Compose sees.
 
 A spelling Compose renders identically is no change and never a plan step; a rendering
 Compose prints differently but Docker runs the same is reported with one note; roles

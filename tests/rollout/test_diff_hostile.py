@@ -18,7 +18,7 @@ import pytest
 
 from tests.rollout.diffkit import ROOT, commit, new_repo, run_cli, write
 
-BUDGET_SECONDS = 2.0  # issue 9: each ends in under 2 s
+BUDGET_SECONDS = 2.0  # each ends in under 2 s
 ONE = "services:\n  app:\n    image: app:1\n"
 
 

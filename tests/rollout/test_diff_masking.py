@@ -1,4 +1,4 @@
-"""No secret value appears anywhere, in any format of the diff or the plan (issue 11).
+"""No secret value appears anywhere, in any format of the diff or the plan.
 
 Masking is by value: a value under a secret-like key on either side is masked wherever
 it is printed, and credential shapes are masked wherever they are printed.
@@ -388,7 +388,7 @@ def test_the_markdown_written_beside_json_is_the_markdown_report_and_masked(
 
 
 def test_every_secret_word_and_header_name_holds_a_part_the_line_filter_looks_for() -> None:
-    """The boundary skips a line with none of SECRET_WORD_PARTS in it (issue 9): that is
+    """The boundary skips a line with none of SECRET_WORD_PARTS in it: that is
     only safe while every word that makes a key secret, and every header name, holds one."""
     from rollout.masking import SECRET_WORD_PARTS
     from tierops import secrets
@@ -528,7 +528,7 @@ TEXTS = [
 @pytest.mark.parametrize("text", TEXTS)
 def test_masking_line_by_line_gives_what_masking_the_whole_text_gives(text: str) -> None:
     """`Masker.mask` masks each distinct line once when nothing can match across a line
-    break (issue 9); the result must be the whole text's masking, byte for byte."""
+    break; the result must be the whole text's masking, byte for byte."""
     from rollout.masking import Masker
 
     for secrets in (["hunter2-but-longer"], ["hunter2-but-longer", "line1-of-secret\nline2-of-secret"]):
@@ -616,7 +616,7 @@ def _walked_mappings(masker: object, monkeypatch: pytest.MonkeyPatch) -> list[ob
 
 
 def test_a_service_equal_to_one_walked_before_is_not_walked_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Base and head share most services (issue 9): the head's equal ones are skipped,
+    """Base and head share most services: the head's equal ones are skipped,
     a changed one is walked and its new secret found."""
     from rollout.masking import Masker
     from tierops.yamlload import load_bytes

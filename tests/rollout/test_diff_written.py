@@ -1,4 +1,4 @@
-"""A diff line quotes what the author wrote, where that reads otherwise (issue 9 item 4).
+"""A diff line quotes what the author wrote, where that reads otherwise.
 
 The line compares meanings (what Compose renders); `Change.written` carries the text of
 each side as written, and the line ends with `(written: OLD -> NEW)` only when a word

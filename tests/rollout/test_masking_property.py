@@ -1,4 +1,4 @@
-"""The planted-secret property (issue 11): random secrets planted in random places of
+"""The planted-secret property: random secrets planted in random places of
 random compose files never appear in any format of `diff`, `plan`, `release history`
 or `release rollback`.
 
@@ -407,7 +407,7 @@ def _no_boundary() -> Iterator[None]:
 
 
 def _switch_off(monkeypatch: pytest.MonkeyPatch, *, model_pass: bool) -> None:
-    """Masking as it was before issue 11 (the model pass only), or none at all."""
+    """Masking as it was before the output boundary (the model pass only), or none at all."""
     import rollout.cli
     import rollout.commands.diff
     import rollout.report_plan

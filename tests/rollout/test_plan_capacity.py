@@ -1,4 +1,4 @@
-"""Capacity: engines serving through every step (issue 11).
+"""Capacity: engines serving through every step.
 
 The orphan rule takes an engine the new file drops down before the first `up` of that
 file; its replacement then comes up before any other engine goes down. When capacity

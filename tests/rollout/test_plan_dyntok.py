@@ -159,7 +159,7 @@ def test_each_engine_is_verified_by_health_a_real_completion_and_its_variant(
 def test_tags_come_from_the_options_or_the_commits(
     dyntok_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A release tag: annotated, with the record `rollout release tag` writes (issue 11).
+    # A release tag: annotated, with the record `rollout release tag` writes.
     base = git(dyntok_repo, "rev-parse", "HEAD~1")
     record = release.record_for_commit(dyntok_repo, base, release.VERIFY_SKIPPED)
     git(dyntok_repo, "tag", "-a", "v0.0.7", "-m", release.format_message("v0.0.7", record), base)

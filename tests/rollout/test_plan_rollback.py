@@ -1,4 +1,4 @@
-"""The rollback of a plan is its exact reverse, under the orphan rule (issue 11).
+"""The rollback of a plan is its exact reverse, under the orphan rule.
 
 compose-manager's `up` removes orphans with a short timeout: a service the forward
 plan added is not in the old file, so any `up` at the old tag would kill it. Every

@@ -1,4 +1,4 @@
-"""Each engine's verification follows from its change, as the runbook does by hand (issue 11).
+"""Each engine's verification follows from its change, as the runbook does by hand.
 
 For every flag added, removed or changed, one check: the engine's startup `server_args`
 line shows the new value, keyed by the flag with underscores, typed as the pinned

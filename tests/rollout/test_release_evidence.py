@@ -1,4 +1,4 @@
-"""A release tag records the check-matrix digest of the check that ran at its commit (issue 13),
+"""A release tag records the check-matrix digest of the check that ran at its commit,
 and `release history` shows it; records without it (older tags) stay readable."""
 
 from __future__ import annotations

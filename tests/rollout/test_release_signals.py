@@ -1,5 +1,5 @@
 """`release tag` stopped by a signal during its check: the check's process group ends,
-the temporary worktree goes, and the run says so in one line (issue 11: SIGTERM used to
+the temporary worktree goes, and the run says so in one line (SIGTERM used to
 leave both the worktree and an orphan `nox -s check` behind).
 
 Real processes throughout: `python -m rollout release tag` runs as a subprocess whose

@@ -1,4 +1,4 @@
-"""`plan` names release tags by the one definition `release` uses (issue 11): a `-rc`
+"""`plan` names release tags by the one definition `release` uses: a `-rc`
 tag or a lightweight tag on the base or head commit never reaches a compose-manager
 payload. Real git and real prod files (release_world.py)."""
 

@@ -268,7 +268,7 @@ GUARDS: list[Guard] = [
         9,
         "model-sg-glm53-w4afp8-tp4-r1 flag --enable-turbo-mode does not exist in sglang 0.5.16 (build fc91d24) and is not a declared patch flag (validators/contracts/engine-build.yaml)",
     ),
-    # A float flag's value that is no float (issue 10: "float flag values").
+    # A float flag's value that is no float ("float flag values").
     Guard(
         "engine-flags/values",
         LONG,
@@ -474,7 +474,7 @@ GUARDS: list[Guard] = [
         1,
         "no `services:` mapping; a compose file needs one",
     ),
-    # `devices: [5, ...]` (issue 10): the wrong type is a finding of its own.
+    # `devices: [5, ...]`: the wrong type is a finding of its own.
     Guard(
         "compose-hygiene/shape",
         LONG,
@@ -579,7 +579,7 @@ GUARDS: list[Guard] = [
         "YAML anchor in a generated file; the generator must write every value out",
     ),
     # -- collector-config ------------------------------------------------------------------
-    # `static_configs: 5` (issue 10: exit 3 with a TypeError).
+    # `static_configs: 5` (exit 3 with a TypeError).
     Guard(
         "collector-config/scrape-shape",
         LONG,

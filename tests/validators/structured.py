@@ -1,4 +1,4 @@
-"""Structured single mutations of a compose file, for the hardening property (issue 10 item 5).
+"""Structured single mutations of a compose file, for the hardening property.
 
 A mutation acts on the parsed document, not on its bytes, so every one is a different
 *shape* of file: a key deleted, a scalar turned into another type, a list item

@@ -1,4 +1,4 @@
-"""collector-config (issue 4, item 2): the embedded collector config, checked structurally."""
+"""collector-config: the embedded collector config, checked structurally."""
 
 from __future__ import annotations
 

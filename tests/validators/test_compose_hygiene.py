@@ -1,4 +1,4 @@
-"""compose-hygiene's secrets: no secret written literally anywhere a secret goes (issue 10 item 3).
+"""compose-hygiene's secrets: no secret written literally anywhere a secret goes.
 
 Each test writes one secret into a committed prod file and pins the finding's rule, line,
 column and subject, and that the secret itself is never printed. Secret-looking literals

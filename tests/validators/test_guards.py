@@ -1,4 +1,4 @@
-"""Every check is guarded: silence any registered check and a test fails (issue 10 item 6).
+"""Every check is guarded: silence any registered check and a test fails.
 
 validators/registry.py names each check (`family/check` -> a function of the family's
 module). For each one, tests/validators/guard_cases.py holds a single fault whose exact

@@ -1,4 +1,4 @@
-"""Hardening (issue 10 item 5): no input makes the validators crash, flood or hang.
+"""Hardening: no input makes the validators crash, flood or hang.
 
 - A value of the wrong type anywhere is a finding, never exit 3 (the issue's cases:
   `static_configs: 5`, `devices: [5, ...]`, dcgm `configs: [5, ...]`).

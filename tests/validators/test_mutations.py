@@ -546,7 +546,7 @@ MUTATIONS = [
 
 
 # Where each mutation's finding points (column) and how its message starts (its subject
-# and what is wrong): issue 10 asks the mutation tests to pin rule, line:col and subject,
+# and what is wrong): the mutation tests pin rule, line:col and subject,
 # not only (rule, line).
 EXPECTED: dict[str, tuple[int, str]] = {
     "drop-dyntok-r1": (

@@ -18,7 +18,7 @@ literals, and, one hop, `from X import Y` into other modules of the same wheel.
 A module-level choice list that is extended after its definition
 (`CHOICES.add("token_oracle")`, `.append`, `.extend`, `+=`), also under an `if`, is
 read whole: a value added under a condition is recorded in `choices_conditional`
-with the condition's source (issue 10: `--sampling-backend` lost `token_oracle`).
+with the condition's source (`--sampling-backend` lost `token_oracle`).
 
 What cannot be resolved statically is recorded as `{"expr": "<source>"}` (defaults)
 or as `choices: null` with `choices_expr` set: the flag's choices are *unknown*, and
