@@ -160,9 +160,10 @@ def plan_rollback(
     unchanged = tuple(name for name in wanted if name not in changed)
     rendered_with = render_at(repo, target, file, changed, compose) if compose else "not rendered"
 
-    running = _services(repo, deployed, file)
-    previous = _services(repo, target, file)
-    roles = roles_of(_document(repo, target, file))
+    running = _services(_document(repo, deployed, file))
+    old_document = _document(repo, target, file)
+    previous = _services(old_document)
+    roles = roles_of(old_document)
     followers, warnings = _telemetry(wanted, changed, at_deployed, at_target, roles, target.name)
     if followers and compose:
         render_at(repo, target, file, (*changed, *followers), compose)
@@ -287,8 +288,8 @@ def _document(repo: Path, tag: ReleaseTag, file: str) -> dict[str, Any]:
         return {}
 
 
-def _services(repo: Path, tag: ReleaseTag, file: str) -> dict[str, dict[str, object]]:
-    services = _document(repo, tag, file).get("services") or {}
+def _services(document: Mapping[str, Any]) -> dict[str, dict[str, object]]:
+    services = document.get("services") or {}
     return {str(name): service for name, service in services.items() if isinstance(service, dict)}
 
 

@@ -23,6 +23,7 @@ from rollout.deploy import Host, labels_of
 from rollout.fleet import Placement
 from rollout.forms import load_documents
 from rollout.roles import Role, roles_of
+from rollout.snapshot import DEFAULT_PATHS
 from tierops.errors import InputError
 
 
@@ -72,7 +73,7 @@ def status(
         for stem in files:
             placement = placements[stem]
             project = placement.project or deployer.load().default_project
-            seen.append(_one(repo, name, project, f"prod/{stem}.yaml", version, ps, tags))
+            seen.append(_one(repo, name, project, f"{DEFAULT_PATHS[0]}/{stem}.yaml", version, ps, tags))
     return seen
 
 
