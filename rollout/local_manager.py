@@ -352,20 +352,28 @@ def _handler(manager: Manager) -> type[BaseHTTPRequestHandler]:
                 busy = (manager.in_flight or {}).get("action", "unknown")
                 self._error(409, f"another docker operation is already in progress: {busy}")
                 return
+            manager.in_flight = {
+                "action": f"compose_{self.path.rsplit('/', 1)[1]}",
+                "started_at": datetime.now(UTC).isoformat(),
+                "tag": body.get("tag"),
+                "file": body.get("file"),
+                "services": body.get("services") or [],
+                "container": None,
+            }
             try:
-                manager.in_flight = {
-                    "action": f"compose_{self.path.rsplit('/', 1)[1]}",
-                    "started_at": datetime.now(UTC).isoformat(),
-                    "tag": body.get("tag"),
-                    "file": body.get("file"),
-                    "services": body.get("services") or [],
-                    "container": None,
-                }
-                try:
-                    events = action(body)
-                except Refused as exc:
-                    self._error(exc.code, str(exc))
-                    return
+                events = action(body)
+            except Refused as exc:
+                # The operation is over before the answer leaves: a client that retries at
+                # once must not meet its own refused request as a 409.
+                manager.in_flight = None
+                manager.lock.release()
+                self._error(exc.code, str(exc))
+                return
+            except BaseException:
+                manager.in_flight = None
+                manager.lock.release()
+                raise
+            try:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-ndjson")
                 self.end_headers()
