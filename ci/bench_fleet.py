@@ -42,11 +42,12 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tierops import layout
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlio import roundtrip
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODS = sorted((ROOT / "prod").glob("*.yaml"))
+PRODS = sorted(layout.prod_dir().glob("*.yaml"))
 # Every healthcheck's retries 3 -> 4: a change in every stack that the contract allows
 # (the replicas stay alike), so diff and plan have work to do.
 EDIT = ("\n      retries: 3\n", "\n      retries: 4\n")
@@ -73,7 +74,10 @@ def make_fleet(repo: Path, size: int, *, edit: bool = True) -> list[str]:
     for package in PACKAGES:  # with their __pycache__: the checked-hash pycs stay valid
         shutil.copytree(ROOT / package, repo / package)
     (repo / "prod").mkdir()
-    shutil.copyfile(ROOT / "ci" / "dummy.env", repo / "ci" / "dummy.env")
+    # The fleet's data over the code's copy: the fleet measured is the one TIEROPS_FLEET names.
+    shutil.copyfile(layout.dummy_env(), repo / "ci" / "dummy.env")
+    for contract in layout.contracts_dir().glob("*.yaml"):
+        shutil.copyfile(contract, repo / "validators" / "contracts" / contract.name)
     contracts_path = repo / CONTRACTS
     yaml = roundtrip()
     contracts = yaml.load(contracts_path.read_text(encoding="utf-8"))
@@ -175,7 +179,7 @@ def _run_one(argv: Sequence[str], repo: Path, env: Mapping[str, str]) -> float:
 def timed(commands: Sequence[Sequence[str]], repo: Path, env: Mapping[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds of one stage's commands, one after the other (as its session
     runs them), with the fleet's copy of the code first on the path; a failure raises."""
-    env = {**env, "PYTHONPATH": str(repo)}
+    env = {**env, "PYTHONPATH": str(repo), layout.FLEET_ENV: str(repo)}
     started = time.perf_counter()
     cpu = sum(_run_one(argv, repo, env) for argv in commands)
     return time.perf_counter() - started, cpu

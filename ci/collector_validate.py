@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from tierops import layout
 from tierops.atomic import write_bytes_atomic
 from tierops.cli import guarded, parse
 from tierops.composebin import DUMMY_ENV, ROOT, ComposeBinary, ComposeUnavailable, find_compose, run_config
@@ -105,7 +106,7 @@ def extract(rendered: Mapping[str, Any], where: str) -> Extracted:
 def render(binary: ComposeBinary, file: Path) -> dict[str, Any]:
     result = run_config(binary, file, env_file=DUMMY_ENV, profiles=("*",))
     if not result.ok:
-        raise InputError(f"docker compose config failed: {result.error_line()}", where=_shown(file))
+        raise InputError(f"docker compose config failed: {result.error_line()}", where=layout.shown(file))
     rendered: dict[str, Any] = json.loads(result.stdout)
     return rendered
 
@@ -171,7 +172,7 @@ def check_files(
 ) -> list[Result]:
     results: list[Result] = []
     for path in files:
-        shown = _shown(path)
+        shown = layout.shown(path)
         try:
             if binary is None:
                 raise InputError("no Docker Compose v2 binary to render it with", where=shown)
@@ -214,7 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--docker", default="docker", help="the docker CLI (default: docker on PATH)")
     parser.add_argument(
-        "--json", type=Path, default=RESULT_FILE, help=f"the result record (default {_shown(RESULT_FILE)})"
+        "--json",
+        type=Path,
+        default=RESULT_FILE,
+        help=f"the result record (default {layout.shown(RESULT_FILE)})",
     )
     return parser
 
@@ -227,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    files = list(args.files) or sorted((ROOT / "prod").glob("*.yaml"))
+    files = list(args.files) or sorted(layout.prod_dir().glob("*.yaml"))
     github = os.environ.get("GITHUB_ACTIONS") == "true"
     missing = docker_problem(args.docker)
     try:
@@ -244,7 +248,7 @@ def _run(args: argparse.Namespace) -> int:
     counts = {status: sum(r.result == status for r in results) for status in ("passed", "failed", "not-run")}
     print(
         f"collector validate: {counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['not-run']} not run; record in {_shown(args.json)}"
+        f"{counts['not-run']} not run; record in {layout.shown(args.json)}"
     )
     if github:
         for result in results:
@@ -261,13 +265,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _escape(message: str) -> str:
     return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _shown(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return str(path)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-# group -> (directory, glob patterns); every group is a list of files, hashed one by one.
-INPUT_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "prod": ("prod", ("*",)),
-    "generators": ("generators", ("*.yaml", "*.py")),
-    "contracts": ("validators/contracts", ("*",)),
-    "manifest": ("validators/manifest", ("*.json",)),
-    "dummy_env": ("ci", ("dummy.env",)),
+from tierops.layout import CODE_ROOT
+
+# group -> (tree, directory, glob patterns); every group is a list of files, hashed one by
+# one. The tree is the fleet's (its data) or the code's (tierops itself): the same
+# repository unless TIEROPS_FLEET names another fleet (tierops.layout).
+INPUT_GROUPS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
+    "prod": (("fleet", "prod", ("*",)),),
+    "generators": (("fleet", "generators", ("*.yaml",)), ("code", "generators", ("*.py",))),
+    "contracts": (("fleet", "validators/contracts", ("*",)), ("code", "validators/contracts", ("*.txt",))),
+    "manifest": (("code", "validators/manifest", ("*.json",)),),
+    "dummy_env": (("fleet", "ci", ("dummy.env",)),),
 }
 
 
@@ -46,15 +50,19 @@ def prod_files(root: Path) -> tuple[str, ...]:
     return tuple(sorted(path.relative_to(root).as_posix() for path in found if path.is_file()))
 
 
-def inputs(root: Path) -> dict[str, Any]:
-    """{"digest": "sha256:...", group: {path: sha256}}: dotfiles and caches excluded."""
+def inputs(root: Path, code: Path = CODE_ROOT) -> dict[str, Any]:
+    """{"digest": "sha256:...", group: {path: sha256}} of the fleet at `root` and the code
+    at `code`: dotfiles and caches excluded."""
+    trees = {"fleet": root, "code": code}
     groups: dict[str, dict[str, str]] = {}
-    for group, (directory, patterns) in INPUT_GROUPS.items():
+    for group, parts in INPUT_GROUPS.items():
         files: dict[str, str] = {}
-        for pattern in patterns:
-            for path in sorted((root / directory).glob(pattern)):
-                if path.is_file() and not path.name.startswith("."):
-                    files[path.relative_to(root).as_posix()] = sha256_file(path)
+        for tree, directory, patterns in parts:
+            base = trees[tree]
+            for pattern in patterns:
+                for path in sorted((base / directory).glob(pattern)):
+                    if path.is_file() and not path.name.startswith("."):
+                        files[path.relative_to(base).as_posix()] = sha256_file(path)
         groups[group] = dict(sorted(files.items()))
     return {"digest": digest_of(groups), **groups}
 

@@ -42,6 +42,7 @@ from typing import Any
 from ci import inputs, matrix_markdown, record_schema
 from ci.stage import RUN_ENV, markdown_path, result_path
 from ci.stages import ERROR, FAIL, NOT_RUN, PASS, STAGES, VERDICTS
+from tierops import layout
 from tierops.atomic import write_bytes_atomic
 from tierops.checkmatrix import FORMAT, MARKDOWN_NAME, RECORD_NAME, digest, headline
 from tierops.cli import guarded, parse
@@ -127,13 +128,13 @@ def assemble(
     CI job says of a stage's step (`tests` -> `failure`, from `steps.tests.outcome`): a
     failed step never shows as a pass, whatever result it left."""
     step_outcomes = step_outcomes or {}
-    current = inputs.inputs(root)
+    current = inputs.inputs(layout.fleet_root(), root)
     results: dict[str, dict[str, Any] | None] = {}
     notes: dict[str, str] = {}
     for name in STAGES:
         results[name], notes[name] = _fresh(build, name, run_id, current["digest"])
 
-    rows = set(inputs.prod_files(root))
+    rows = set(inputs.prod_files(layout.fleet_root()))
     for result in results.values():
         for path in (result or {}).get("files") or {}:
             if isinstance(path, str) and path.startswith("prod/"):

@@ -28,6 +28,7 @@ from typing import Any
 
 from ci import inputs
 from ci.stages import ERROR, PASS, STAGES, Cell, Context, Outcome, last_line, stage_verdict
+from tierops import layout
 from tierops.atomic import write_bytes_atomic
 from tierops.checkmatrix import FORMAT
 from tierops.cli import guarded, parse
@@ -74,8 +75,8 @@ def run(name: str, command: Sequence[str], build: Path, environ: Mapping[str, st
     for old in (result_path(build, name), markdown_path(build, name)):
         old.unlink(missing_ok=True)  # first: a crash below leaves no result, so "not run"
     run_id = environ.get(RUN_ENV) or None
-    started = inputs.inputs(ROOT)["digest"]
-    context = Context(ROOT, build, inputs.prod_files(ROOT), dict(environ))
+    started = inputs.inputs(layout.fleet_root())["digest"]
+    context = Context(ROOT, build, inputs.prod_files(layout.fleet_root()), dict(environ))
     clock = time.monotonic()
     try:
         outcome = stage.run(command, context)

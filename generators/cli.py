@@ -13,26 +13,26 @@ from pathlib import Path
 from generators.check import Status, compare
 from generators.render import REGENERATE, render_all
 from generators.source import (
-    DEFAULT_SOURCE,
-    DEFAULT_TARGETS,
-    GENERATORS_DIR,
+    GenerationRefused,
+    Source,
+    Stack,
     Target,
+    discover,
     load_source,
     load_targets,
 )
+from tierops import layout
 from tierops.atomic import write_bytes_atomic
 from tierops.cli import guarded, parse
 from tierops.errors import OutputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlio import PINNED_RUAMEL_VERSION, ruamel_version
 
-REPO_ROOT = GENERATORS_DIR.parent
-DEFAULT_PROD = REPO_ROOT / "prod"
-
 DESCRIPTION = """\
-Render the production compose files under prod/ from generators/glm53.source.yaml
-(what every file shares) and generators/glm53.targets.yaml (which features each
-engine replica gets). Exactly one mode:
+Render the production compose files under prod/ from the stacks in generators/. A
+stack is a pair of files: <stack>.source.yaml (what every file of the stack shares)
+and <stack>.targets.yaml (its files, and which features each engine replica gets).
+Adding a stack is adding such a pair. Exactly one mode:
 
   --check            render in memory and compare byte for byte with prod/: report
                      stale files (with a unified diff), missing and orphaned ones
@@ -40,8 +40,11 @@ engine replica gets). Exactly one mode:
   --list             list the targets, their files and their replicas' features
   --stdout TARGET    print one rendered file
 
-TARGET is a file stem (GLM-5.3-Flash-SGL-TP4-W4AFP8), a file name, or a path under
-prod/; without TARGETs, --check and --write cover every target.
+TARGET is a file stem (a key of a targets file), a file name, or a path under prod/;
+without TARGETs, --check and --write cover every target of every stack.
+
+The fleet's tree (generators/, prod/) is this repository unless TIEROPS_FLEET names
+another one with the same layout.
 """
 
 
@@ -61,13 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdout", metavar="TARGET", help="print one rendered file to standard output")
     parser.add_argument("targets", nargs="*", metavar="TARGET", help="limit --check/--write to these targets")
     parser.add_argument(
-        "--source", type=Path, default=DEFAULT_SOURCE, help="the shared source (default: %(default)s)"
+        "--stacks-dir",
+        type=Path,
+        default=None,
+        help="where the stacks' *.source.yaml and *.targets.yaml are (default: the fleet's generators/)",
     )
     parser.add_argument(
-        "--targets-file", type=Path, default=DEFAULT_TARGETS, help="the targets (default: %(default)s)"
+        "--stack", action="append", metavar="NAME", help="only this stack (repeatable; default: every stack)"
     )
     parser.add_argument(
-        "--prod-dir", type=Path, default=DEFAULT_PROD, help="where the files live (default: %(default)s)"
+        "--source", type=Path, help="one stack's source file, instead of discovering (needs --targets-file)"
+    )
+    parser.add_argument("--targets-file", type=Path, help="that stack's targets file (needs --source)")
+    parser.add_argument(
+        "--prod-dir", type=Path, default=None, help="where the files live (default: the fleet's prod/)"
     )
     return parser
 
@@ -90,10 +100,11 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"refusing to write: {note}")
         print(f"warning: {note}", file=sys.stderr)
 
-    source = load_source(args.source)
-    targets = load_targets(source, args.targets_file)
-    prod_dir: Path = args.prod_dir
-    shown_dir = _shown(prod_dir)
+    loaded = _load(_stacks(args))
+    targets = [target for _, stack_targets in loaded for target in stack_targets]
+    source_of = {target.name: source for source, stack_targets in loaded for target in stack_targets}
+    prod_dir: Path = args.prod_dir or layout.prod_dir()
+    shown_dir = layout.shown(prod_dir)
 
     if args.list:
         for target in targets:
@@ -107,14 +118,25 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.stdout:
         (target,) = _select(targets, [args.stdout])
-        rendered = render_all(source, [target])
+        rendered = render_all(source_of[target.name], [target])
         sys.stdout.buffer.write(rendered[target.filename])
         sys.stdout.flush()
         return ExitCode.OK
 
     chosen = _select(targets, args.targets) if args.targets else targets
     # Render everything before writing anything: a refusal leaves prod/ untouched.
-    rendered = render_all(source, chosen)
+    rendered: dict[str, bytes] = {}
+    problems: list[str] = []
+    for source, stack_targets in loaded:
+        mine = [target for target in stack_targets if target in chosen]
+        if not mine:
+            continue
+        try:
+            rendered.update(render_all(source, mine))
+        except GenerationRefused as refused:
+            problems.extend(refused.lines)
+    if problems:
+        raise GenerationRefused(problems)
     if args.write:
         return _write(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
     return _check(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
@@ -159,7 +181,7 @@ def _check(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
             print(f"missing  {report.path}: a target renders it but it is not in {shown_dir}/")
         else:
             print(
-                f"orphaned {report.path}: no target claims it; `git rm` it, or declare its target in generators/glm53.targets.yaml"
+                f"orphaned {report.path}: no target claims it; `git rm` it, or declare its target in a stack's targets file (generators/*.targets.yaml)"
             )
     if not bad:
         print(f"{len(reports)} file(s) byte-identical to the generators' output")
@@ -177,6 +199,41 @@ def _check(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
     return ExitCode.FINDINGS
 
 
+def _load(stacks: list[Stack]) -> list[tuple[Source, list[Target]]]:
+    """Each stack's source and targets; a file name claimed by two stacks is refused."""
+    loaded: list[tuple[Source, list[Target]]] = []
+    owner: dict[str, str] = {}
+    for stack in stacks:
+        source = load_source(stack.source)
+        stack_targets = load_targets(source, stack.targets)
+        for target in stack_targets:
+            if target.name in owner:
+                raise UsageError(
+                    f"target '{target.name}' is declared by stacks '{owner[target.name]}' and '{stack.name}'; "
+                    "a file belongs to one stack: rename one of them"
+                )
+            owner[target.name] = stack.name
+        loaded.append((source, stack_targets))
+    return loaded
+
+
+def _stacks(args: argparse.Namespace) -> list[Stack]:
+    if (args.source is None) != (args.targets_file is None):
+        raise UsageError("--source and --targets-file go together: they name one stack's two files")
+    if args.source is not None:
+        if args.stack or args.stacks_dir:
+            raise UsageError("--source/--targets-file name one stack; drop --stack and --stacks-dir")
+        return [Stack(args.source.name.removesuffix(".source.yaml"), args.source, args.targets_file)]
+    stacks = discover(args.stacks_dir or layout.stacks_dir())
+    if args.stack:
+        known = {stack.name: stack for stack in stacks}
+        unknown = [name for name in args.stack if name not in known]
+        if unknown:
+            raise UsageError(f"unknown stack(s) {', '.join(unknown)}; stacks: {', '.join(known)}")
+        stacks = [known[name] for name in dict.fromkeys(args.stack)]
+    return stacks
+
+
 def _select(targets: list[Target], names: Sequence[str]) -> list[Target]:
     by_name = {target.name: target for target in targets}
     chosen: list[Target] = []
@@ -188,10 +245,3 @@ def _select(targets: list[Target], names: Sequence[str]) -> list[Target]:
         if by_name[stem] not in chosen:
             chosen.append(by_name[stem])
     return chosen
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
-    except ValueError:
-        return str(path)

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from generators.features import FEATURES, Feature, FeatureArgs
-from tierops.errors import InputError, RefusedError
+from tierops import layout
+from tierops.errors import InputError, RefusedError, UsageError
 from tierops.yamlio import Mark, load_roundtrip, mark
 
-GENERATORS_DIR = Path(__file__).resolve().parent
-DEFAULT_SOURCE = GENERATORS_DIR / "glm53.source.yaml"
-DEFAULT_TARGETS = GENERATORS_DIR / "glm53.targets.yaml"
+SOURCE_SUFFIX = ".source.yaml"
+TARGETS_SUFFIX = ".targets.yaml"
 
 TIERS = ("base", "canary", "long-context")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
@@ -184,7 +184,7 @@ def _placeholders(text: str) -> Iterator[str]:
             yield name
 
 
-def load_source(path: Path = DEFAULT_SOURCE, *, display: str | None = None) -> Source:
+def load_source(path: Path, *, display: str | None = None) -> Source:
     shown = display or _display(path)
     doc = load_roundtrip(path, display=shown)
     if not hasattr(doc, "items"):
@@ -310,7 +310,7 @@ def _replicas(r: _Reader, doc: Any) -> dict[str, Replica]:
     return replicas
 
 
-def load_targets(source: Source, path: Path = DEFAULT_TARGETS, *, display: str | None = None) -> list[Target]:
+def load_targets(source: Source, path: Path, *, display: str | None = None) -> list[Target]:
     shown = display or _display(path)
     doc = load_roundtrip(path, display=shown)
     if not hasattr(doc, "items") or not doc:
@@ -442,9 +442,44 @@ def _feature_args(
     return None
 
 
+@dataclass(frozen=True)
+class Stack:
+    """One stack's data: the source every file of it shares and the targets (its files)."""
+
+    name: str
+    source: Path
+    targets: Path
+
+
+def discover(directory: Path) -> list[Stack]:
+    """Every stack in `directory`: each `<name>.source.yaml` beside its `<name>.targets.yaml`."""
+    if not directory.is_dir():
+        raise UsageError(f"no stack directory {_display(directory)}/; pass --stacks-dir")
+    stacks: list[Stack] = []
+    for source in sorted(directory.glob(f"*{SOURCE_SUFFIX}")):
+        name = source.name.removesuffix(SOURCE_SUFFIX)
+        targets = directory / f"{name}{TARGETS_SUFFIX}"
+        if not targets.is_file():
+            raise InputError(
+                f"stack '{name}' has a source but no {targets.name}; add one (the files it renders) or remove the source",
+                where=f"{_display(source)}:1:1",
+            )
+        stacks.append(Stack(name, source, targets))
+    for targets in sorted(directory.glob(f"*{TARGETS_SUFFIX}")):
+        name = targets.name.removesuffix(TARGETS_SUFFIX)
+        if not (directory / f"{name}{SOURCE_SUFFIX}").is_file():
+            raise InputError(
+                f"stack '{name}' has targets but no {name}{SOURCE_SUFFIX}; add its source or remove the targets",
+                where=f"{_display(targets)}:1:1",
+            )
+    if not stacks:
+        raise UsageError(f"no stacks in {_display(directory)}/: no *{SOURCE_SUFFIX} there")
+    return stacks
+
+
 def _display(path: Path) -> str:
-    """Paths relative to the repository root in messages, as a user would type them."""
+    """Paths relative to the fleet's root in messages, as a user would type them."""
     try:
-        return str(path.resolve().relative_to(GENERATORS_DIR.parent))
+        return str(path.resolve().relative_to(layout.fleet_root()))
     except ValueError:
         return str(path)

@@ -1,16 +1,26 @@
-"""Fixtures shared by every test package: the repository's own files, copied when mutated."""
+"""Fixtures shared by every test package: the tool's own fixture fleet, copied when mutated.
+
+The tests never read the real fleet (prod/, generators/*.yaml, the contracts): they run on
+a fleet of their own under tests/fixtures/fleet/, and TIEROPS_FLEET points every tool
+there, in this process and in every process a test starts. A change to the real fleet so
+needs no test edit; `nox -s check` is what judges it.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = ROOT / "prod"
-SOURCE = ROOT / "generators" / "glm53.source.yaml"
-TARGETS = ROOT / "generators" / "glm53.targets.yaml"
+FLEET = ROOT / "tests" / "fixtures" / "fleet"
+# Set before any test module imports the tools, which read it at import.
+os.environ["TIEROPS_FLEET"] = str(FLEET)
+PROD = FLEET / "prod"
+SOURCE = FLEET / "generators" / "glm53.source.yaml"
+TARGETS = FLEET / "generators" / "glm53.targets.yaml"
 LONG_CONTEXT = PROD / "GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"
 
 

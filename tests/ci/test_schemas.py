@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from ci.schemas import assign, main
+from tests.conftest import FLEET
 
 ROOT = Path(__file__).resolve().parents[2]
-PROD = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "prod").glob("*.yaml"))
+PROD = sorted(f"prod/{path.name}" for path in (FLEET / "prod").glob("*.yaml"))
 WORKFLOWS = sorted(str(path.relative_to(ROOT)) for path in (ROOT / ".github" / "workflows").glob("*.yml"))
 
 
@@ -24,7 +25,9 @@ def test_the_repository_s_files_pass(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(ROOT)
-    assert main([*PROD, *WORKFLOWS]) == 0
+    assert main(WORKFLOWS) == 0
+    monkeypatch.chdir(FLEET)
+    assert main(PROD) == 0
     out = capsys.readouterr().out
     assert out.count("ok -- validation done") == 2
 
@@ -34,7 +37,7 @@ def test_a_broken_workflow_fails_and_the_prod_files_are_still_checked(
 ) -> None:
     (tmp_path / ".github" / "workflows").mkdir(parents=True)
     (tmp_path / "prod").mkdir()
-    shutil.copy(ROOT / PROD[0], tmp_path / PROD[0])
+    shutil.copy(FLEET / PROD[0], tmp_path / PROD[0])
     (tmp_path / ".github" / "workflows" / "x.yml").write_text("on: push\njobs: {a: {}}\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert main([PROD[0], ".github/workflows/x.yml"]) == 1

@@ -19,10 +19,11 @@ import pytest
 from ci import stage
 from ci.inputs import inputs, prod_files
 from ci.stage import ROOT, RUN_ENV, markdown_path, result_path
+from tests.conftest import FLEET
 from tierops.composebin import expected_sha256
 
 PY = sys.executable
-FILES = prod_files(ROOT)
+FILES = prod_files(FLEET)
 LONG = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"
 
 
@@ -59,7 +60,7 @@ def test_a_result_names_its_run_its_inputs_and_its_environment(
     code, result = run_stage(tmp_path, "generated", [PY, "-m", "generators", "--check"], monkeypatch)
     assert code == 0
     assert result["run"] == "run-1"
-    assert result["inputs_digest"] == inputs(ROOT)["digest"]
+    assert result["inputs_digest"] == inputs(FLEET)["digest"]
     assert result["stage"] == "generated" and result["format"] == 1
     assert verdicts(result) == dict.fromkeys(FILES, "pass")
     assert result["environment"]["python"].startswith("CPython 3.")

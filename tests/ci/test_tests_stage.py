@@ -22,6 +22,7 @@ from ci.record import assemble, parse_outcomes
 from ci.stage import ROOT, RUN_ENV, result_path
 from ci.stages import JUNIT, Context, JunitReport, read_junit, run_tests
 from tests.ci.matrix_records import cell, passing_record, sample_record
+from tests.conftest import FLEET
 from tierops.checkmatrix import headline
 from tierops.errors import UsageError
 
@@ -260,7 +261,7 @@ def test_an_unknown_base_ref_reaches_the_record_and_the_markdown_as_the_tools_on
     (repo / "prod").mkdir(parents=True)
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid"}
     env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t.invalid", GIT_CONFIG_GLOBAL=os.devnull)
-    for path in prod_files(ROOT):
+    for path in prod_files(FLEET):
         (repo / path).write_bytes((ROOT / path).read_bytes())
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
         subprocess.run(["git", *args], cwd=repo, env=env, check=True)

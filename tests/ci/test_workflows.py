@@ -23,6 +23,7 @@ from pre_commit.clientlib import InvalidConfigError, load_config
 from ruamel.yaml import YAML
 
 from ci.file_checks import CHECKS, token_findings
+from tests.conftest import FLEET
 from validators.interpolation import token_regex
 
 CHECK_NAMES = tuple(check.name for check in CHECKS)
@@ -520,12 +521,12 @@ def test_the_token_shapes_check_uses_the_dummy_rules_regex(tmp_path: Path) -> No
 
 
 def test_prod_files_pass_the_compose_spec_schema() -> None:
-    for path in sorted((ROOT / "prod").glob("*.yaml")):
+    for path in sorted((FLEET / "prod").glob("*.yaml")):
         assert _schema_errors(_load(path), "vendor.compose-spec") == [], path.name
 
 
 def test_the_compose_spec_check_can_fail() -> None:
-    broken = _load(sorted((ROOT / "prod").glob("*.yaml"))[0])
+    broken = _load(sorted((FLEET / "prod").glob("*.yaml"))[0])
     broken["services"]["nginx"]["restart"] = ["always"]
     assert _schema_errors(broken, "vendor.compose-spec") != []
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from generators.cli import main
-from tests.conftest import LONG_CONTEXT, PROD, ROOT
+from tests.conftest import LONG_CONTEXT, PROD, ROOT, TARGETS
 
 FILES = sorted(path.name for path in PROD.glob("*.yaml"))
 
@@ -123,7 +123,7 @@ def test_help_shows_the_exit_code_table(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_a_missing_source_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--check", "--source", str(tmp_path / "nope.yaml")]) == 2
+    assert main(["--check", "--source", str(tmp_path / "nope.yaml"), "--targets-file", str(TARGETS)]) == 2
     err = capsys.readouterr().err
     assert err == f"{tmp_path / 'nope.yaml'}: file not found\n"
 

@@ -18,10 +18,11 @@ from rollout.compare import compare, compare_file
 from rollout.masking import mask_changeset
 from rollout.report_diff import render_text
 from rollout.snapshot import BASE_ENV, Snapshot
+from tests.conftest import FLEET
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-PROD = ROOT / "prod"
+PROD = FLEET / "prod"
 LONG = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"
 R1 = "model-sg-glm53-w4afp8-tp4-r1"
 R2 = "model-sg-glm53-w4afp8-tp4-r2"

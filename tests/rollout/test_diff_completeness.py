@@ -27,6 +27,7 @@ from rollout.diff import diff_document, same
 from rollout.forms import EMPTY, Document, from_data, read
 from rollout.masking import mask_file, mask_form
 from rollout.snapshot import Snapshot, read_snapshot
+from tests.conftest import FLEET
 from tests.rollout.diffkit import LONG, ROOT, new_repo, run_cli, write
 
 WORDS = st.sampled_from(["a", "b", "x-1", "8000", "true", "", "4096", "hf_AbCdEfGhIjKlMnOpQrStUv12"])
@@ -295,12 +296,25 @@ def test_every_commit_of_this_repository_that_touched_prod_is_replayed_exactly()
 
 def test_the_dyntok_change_is_replayed_exactly(tmp_path: Path) -> None:
     targets = tmp_path / "targets.yaml"
-    source = (ROOT / "generators" / "glm53.targets.yaml").read_text(encoding="utf-8")
+    source = (FLEET / "generators" / "glm53.targets.yaml").read_text(encoding="utf-8")
     targets.write_text("".join(line for line in source.splitlines(True) if "- dyntok" not in line))
     (tmp_path / "prod").mkdir()
-    assert generate(["--write", "--targets-file", str(targets), "--prod-dir", str(tmp_path / "prod")]) == 0
+    assert (
+        generate(
+            [
+                "--write",
+                "--source",
+                str(FLEET / "generators" / "glm53.source.yaml"),
+                "--targets-file",
+                str(targets),
+                "--prod-dir",
+                str(tmp_path / "prod"),
+            ]
+        )
+        == 0
+    )
     old = {f"prod/{path.name}": path.read_bytes() for path in (tmp_path / "prod").iterdir()}
-    new = {f"prod/{path.name}": path.read_bytes() for path in (ROOT / "prod").iterdir()}
+    new = {f"prod/{path.name}": path.read_bytes() for path in (FLEET / "prod").iterdir()}
     changeset = compare(Snapshot(Side("b", "1" * 40), old), Snapshot(Side("", None), new), ["prod"])
     assert [file.path for file in changeset.files] == ["prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"]
     assert assert_changeset_complete(changeset, old, new) == 1

@@ -17,9 +17,8 @@ import pytest
 
 from generators.cli import main as generate
 from rollout import release
-from tests.rollout.diffkit import LONG, R1, R2, ROOT, commit, git, new_repo, run_cli
-
-TARGETS = ROOT / "generators" / "glm53.targets.yaml"
+from tests.conftest import SOURCE, TARGETS
+from tests.rollout.diffkit import LONG, R1, R2, commit, git, new_repo, run_cli
 
 
 @functools.cache
@@ -34,7 +33,12 @@ def generated(*, dyntok: bool) -> dict[str, bytes]:
         targets.write_text(text, encoding="utf-8")
         out = Path(tmp) / "prod"
         out.mkdir()
-        assert generate(["--write", "--targets-file", str(targets), "--prod-dir", str(out)]) == 0
+        assert (
+            generate(
+                ["--write", "--source", str(SOURCE), "--targets-file", str(targets), "--prod-dir", str(out)]
+            )
+            == 0
+        )
         return {f"prod/{path.name}": path.read_bytes() for path in sorted(out.iterdir())}
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import FLEET
 from tests.rollout.diffkit import GIT_ENV, git
 from tierops.exitcodes import ExitCode
 
@@ -29,7 +30,7 @@ def _env(**extra: str) -> dict[str, str]:
 def _repo_with_cafe(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     (repo / "prod").mkdir(parents=True)
-    text = (ROOT / "prod" / PROD_FILE).read_text(encoding="utf-8")
+    text = (FLEET / "prod" / PROD_FILE).read_text(encoding="utf-8")
     (repo / "prod" / PROD_FILE).write_text(text, encoding="utf-8")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
@@ -130,6 +131,7 @@ def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path) ->
 # Pauses the generators' atomic write between the temporary file's write and its rename.
 SLOW_WRITE = """
 import os, pathlib, runpy, sys, time
+from tests.conftest import FLEET
 marker = pathlib.Path(sys.argv[1])
 def slow_fsync(fd):
     marker.write_text("writing")

@@ -22,17 +22,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import FLEET
 from tests.tierops import oracle
 from tests.tierops.spellings import FAMILIES, REFUSED, family_file
 from tierops.canonical import Project
 from tierops.yamlload import LoadError
 
 ROOT = Path(__file__).resolve().parents[2]
-PROD = sorted((ROOT / "prod").glob("*.yaml"))
+PROD = sorted((FLEET / "prod").glob("*.yaml"))
 CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.yaml"))
 DUMMY = dict(
     line.split("=", 1)
-    for line in (ROOT / "ci" / "dummy.env").read_text(encoding="utf-8").splitlines()
+    for line in (FLEET / "ci" / "dummy.env").read_text(encoding="utf-8").splitlines()
     if line.strip() and not line.startswith("#")
 )
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import FLEET
 from tests.tierops import oracle
 from tierops.errors import InputError
 from tierops.yamlload import (
@@ -28,7 +29,7 @@ from tierops.yamlload import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = [*sorted((ROOT / "prod").glob("*.yaml")), *sorted((Path(__file__).parent / "corpus").glob("*.yaml"))]
+FILES = [*sorted((FLEET / "prod").glob("*.yaml")), *sorted((Path(__file__).parent / "corpus").glob("*.yaml"))]
 
 
 def _load(text: str) -> Loaded:

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import FLEET
 from validators.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-PROD = ROOT / "prod"
+PROD = FLEET / "prod"
 BASE = "GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml"
 CANARY = "GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml"
 LONG = "GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"

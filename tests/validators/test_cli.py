@@ -113,7 +113,7 @@ def test_the_committed_prod_files_are_clean(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_no_default_files_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TIEROPS_FLEET", str(tmp_path))
     result = run_cli()
     assert result.code == 2
     assert result.err.startswith("no files to check: prod/*.yaml matched nothing")

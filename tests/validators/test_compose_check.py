@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import FLEET
 from validators.compose import main
 
 ROOT = Path(__file__).resolve().parents[2]
-PROD = sorted((ROOT / "prod").glob("*.yaml"))
+PROD = sorted((FLEET / "prod").glob("*.yaml"))
 BASE = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml"
 CANARY = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml"
 LONG = "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"
-DUMMY = ROOT / "ci" / "dummy.env"
+DUMMY = FLEET / "ci" / "dummy.env"
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import FLEET
 from tierops.composebin import ComposeBinary, ConfigResult, find_compose, run_config
 from validators.interpolation import (
     RULE_FAKE,
@@ -178,7 +179,7 @@ def test_profiles_are_collected_from_services() -> None:
 
 
 def test_committed_dummy_env_is_clean() -> None:
-    env = load_dummy_env(ROOT / "ci" / "dummy.env", "ci/dummy.env")
+    env = load_dummy_env(FLEET / "ci" / "dummy.env", "ci/dummy.env")
     assert env.problems == ()
     assert env.values
 

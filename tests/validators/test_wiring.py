@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.validators.conftest import BASE, CANARY, LONG, PROD, ROOT, prod_text, run_cli
+from tests.conftest import FLEET
+from tests.validators.conftest import BASE, CANARY, LONG, PROD, prod_text, run_cli
 from tierops.yamlload import load_path
 from validators import wiring
 from validators.wiring import CHECKS, load_wiring, parse_nginx
@@ -570,7 +571,7 @@ def test_files_on_different_hosts_may_publish_the_same_ports(write_prod: Any) ->
 
 
 def test_the_host_grouping_agrees_with_the_generator_targets() -> None:
-    targets = load_path(ROOT / "generators" / "glm53.targets.yaml").documents[0]
+    targets = load_path(FLEET / "generators" / "glm53.targets.yaml").documents[0]
     hosts = load_wiring().hosts
     assert set(hosts) == set(targets)
     base_hosts: tuple[str, ...] = ()
@@ -633,7 +634,7 @@ def test_nginx_reader_positions_words_and_nests_blocks() -> None:
 
 def test_the_snapshot_default_path_is_the_contracts() -> None:
     storage = load_wiring().storage
-    contract = load_path(ROOT / "validators" / "contracts" / "glm53.yaml").documents[0]
+    contract = load_path(FLEET / "validators" / "contracts" / "glm53.yaml").documents[0]
     assert contract["model"]["snapshot_dir"].startswith(str(storage["default_hf_home"]) + "/hub/")
 
 
