@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,39 +39,41 @@ from tierops.checkmatrix import RECORD_NAME, digest, without_durations
 from tierops.exitcodes import ExitCode, epilog
 
 ROOT = Path(__file__).resolve().parent.parent
-DIGEST = "@sha256:47aff791090003a37f893e998c44794c410d3f7bdfc7fdd2dfab5eb5592b30bb"
 
 
 class Fault(NamedTuple):
     name: str
-    path: str  # repository-relative file to edit
-    old: str  # its first occurrence is replaced
+    glob: str  # the fleet's files it may edit (repository-relative); the first that matches is edited
+    pattern: str  # a regex: its first match is replaced
     new: str
     stage: str  # the stage whose verdict must be "fail"
     rule: str | None  # a rule id that stage must count (None: the stage counts none)
 
 
+# Written against what every fleet has, never against one fleet's values: the drill runs
+# on whatever prod/ holds.
 FAULTS = (
     Fault(
         "a one-byte edit of a prod file",
-        "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml",
-        "DO NOT EDIT.",
+        "prod/*.yaml",
+        r"DO NOT EDIT\.",
         "DO NOT EDIT!",  # one byte, in the header comment: only the byte-identical check sees it
         "generated",
         None,
     ),
     Fault(
         "a validator finding",
-        "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml",
-        DIGEST,
+        "prod/*.yaml",
+        r"@sha256:[0-9a-f]{64}",
         ":latest",
         "validate",
         "compose-hygiene",
     ),
+    # The first dummy a prod file needs (`${NAME}` or `${NAME:...}`) removed.
     Fault(
         "a missing dummy variable",
         "ci/dummy.env",
-        "HUGGING_FACE_HUB_TOKEN=dummy-hugging-face-token\n",
+        r"(?m)^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=.*\n",
         "",
         "compose",
         "dummy-missing",
@@ -79,22 +82,28 @@ FAULTS = (
     # (ci/lint_scope.py), whose binary refuses `restart: 5` against its schema.
     Fault(
         "a compose-spec violation",
-        "prod/GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml",
-        "    restart: unless-stopped\n",
-        "    restart: 5\n",
+        "prod/*.yaml",
+        r"(?m)^    restart: [a-z-]+$",
+        "    restart: 5",
         "compose",
         "compose-config",
     ),
 )
 
 
-def apply(repo: Path, fault: Fault) -> None:
-    """Make the fault in `repo`; a fault whose text is gone raises (the script has rotted)."""
-    path = repo / fault.path
-    text = path.read_text(encoding="utf-8")
-    if fault.old not in text:
-        raise LookupError(f"{fault.path}: {fault.old!r} not found: update ci/check_faults.py's FAULTS")
-    path.write_text(text.replace(fault.old, fault.new, 1), encoding="utf-8")
+def apply(repo: Path, fault: Fault) -> Path:
+    """Make the fault in `repo` and return the file edited; a fault that matches nothing
+    raises (the fleet no longer has what it edits: the drill would prove nothing)."""
+    used = "\n".join(path.read_text(encoding="utf-8") for path in sorted(repo.glob("prod/*.yaml")))
+    for path in sorted(repo.glob(fault.glob)):
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(fault.pattern, text):
+            name = match.groupdict().get("name")
+            if name is not None and not re.search(r"\$\{" + re.escape(name) + r"\b", used):
+                continue  # a dummy no prod file reads: removing it breaks nothing
+            path.write_text(text[: match.start()] + fault.new + text[match.end() :], encoding="utf-8")
+            return path
+    raise LookupError(f"{fault.glob}: nothing matches {fault.pattern!r}: update ci/check_faults.py's FAULTS")
 
 
 def stage_of(record: Mapping[str, Any], name: str) -> Mapping[str, Any]:
@@ -200,12 +209,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for fault in FAULTS:
             git(repo, "reset", "-q", "--hard", "HEAD")
-            apply(repo, fault)
+            edited = apply(repo, fault).relative_to(repo)
             code, elapsed, record = run_check(repo, args.envdir)
             problem = caught(code, record, fault)
             verdict = "caught" if problem is None else f"NOT CAUGHT ({problem})"
             print(
-                f"{fault.name} ({fault.path}): {verdict}: exit {code} in {elapsed:.1f} s; "
+                f"{fault.name} ({edited}): {verdict}: exit {code} in {elapsed:.1f} s; "
                 f"{fault.stage} {'fails' if problem is None else 'expected to fail'}"
                 + (f" with {fault.rule}" if fault.rule else "")
                 + f"; failing stages: {failing(record)}",

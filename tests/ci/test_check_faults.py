@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ci.check_faults import FAULTS, ROOT, Fault, apply, caught, rule_counts, stage_of
+from ci.check_faults import FAULTS, Fault, apply, caught, rule_counts, stage_of
 from tests.ci.matrix_records import FILES, cell, sample_record
+from tests.conftest import FLEET
 
 
 def test_the_faults_are_a_byte_edit_a_validator_finding_a_missing_dummy_and_a_schema_violation() -> None:
@@ -26,20 +27,28 @@ def test_the_faults_are_a_byte_edit_a_validator_finding_a_missing_dummy_and_a_sc
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=[fault.name for fault in FAULTS])
-def test_each_fault_applies_to_the_repository_and_changes_its_file(tmp_path: Path, fault: Fault) -> None:
-    (tmp_path / fault.path).parent.mkdir(parents=True)
-    shutil.copyfile(ROOT / fault.path, tmp_path / fault.path)
-    before = (tmp_path / fault.path).read_bytes()
-    apply(tmp_path, fault)
-    after = (tmp_path / fault.path).read_bytes()
+def test_each_fault_applies_to_a_fleet_and_changes_one_file(tmp_path: Path, fault: Fault) -> None:
+    for part in ("prod", "ci"):
+        shutil.copytree(FLEET / part, tmp_path / part)
+    edited = apply(tmp_path, fault)
+    before = (FLEET / edited.relative_to(tmp_path)).read_bytes()
+    after = edited.read_bytes()
     assert after != before
-    if fault.stage == "generated":  # a byte edit: same length, one byte differs
-        assert len(after) == len(before)
-        assert sum(x != y for x, y in zip(after, before, strict=True)) == 1
+    assert edited.match(fault.glob)
+    if fault.rule == "dummy-missing":  # the removed dummy is one a prod file reads
+        (removed,) = set(before.decode().splitlines()) - set(after.decode().splitlines())
+        name = removed.partition("=")[0]
+        assert any(
+            f"${{{name}" in path.read_text(encoding="utf-8") for path in (FLEET / "prod").glob("*.yaml")
+        )
 
 
 def test_a_fault_whose_text_is_gone_is_an_error_not_a_pass(tmp_path: Path) -> None:
     (tmp_path / "ci").mkdir()
+    (tmp_path / "prod").mkdir()
+    (tmp_path / "prod" / "x.yaml").write_text(
+        "services: {a: {image: x, environment: [A=${USED}]}}\n", encoding="utf-8"
+    )
     (tmp_path / "ci" / "dummy.env").write_text("OTHER=dummy\n", encoding="utf-8")
     with pytest.raises(LookupError, match=r"update ci/check_faults\.py"):
         apply(tmp_path, FAULTS[2])

@@ -2,8 +2,9 @@
 
 Renovate's regex manager is applied here as Renovate applies it: each `matchStrings`
 pattern (Renovate's `(?<name>...)` groups as Python's `(?P<name>...)`) over the files
-its `managerFilePatterns` select. By design this reads the fleet's real data files, and
-compares with an independent scan of them, never with digests or counts written here.
+its `managerFilePatterns` select, in the tests' fixture fleet laid out as a repository is.
+It compares with an independent scan of the same files, never with digests or counts
+written here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import jsonschema
 import pytest
 from check_jsonschema.builtin_schemas import get_builtin_schema
 from ruamel.yaml import YAML
+
+from tests.conftest import FLEET
 
 ROOT = Path(__file__).resolve().parents[2]
 RENOVATE = ROOT / "renovate.json"
@@ -48,10 +51,10 @@ def file_pattern(renovate_pattern: str) -> re.Pattern[str]:
 
 
 def _tracked_files() -> list[str]:
-    """The repository's files as Renovate sees them: what git tracks (and this branch adds)."""
+    """The fleet's files as Renovate sees them: what git tracks (and this branch adds)."""
     proc = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
+        cwd=FLEET,
         capture_output=True,
         check=True,
     )
@@ -81,7 +84,7 @@ def found(names: list[str], manager: dict[str, Any]) -> list[tuple[str, str, str
     (regex,) = manager["matchStrings"]
     hits = []
     for name in names:
-        for match in python_pattern(regex).finditer((ROOT / name).read_text(encoding="utf-8")):
+        for match in python_pattern(regex).finditer((FLEET / name).read_text(encoding="utf-8")):
             hits.append((name, match["depName"], match["currentValue"], match["currentDigest"]))
     return hits
 
@@ -90,7 +93,7 @@ def _independent_scan(names: list[str]) -> list[tuple[str, str]]:
     """Every `<reference>@sha256:<64 hex>` in the files, read word by word."""
     pins = []
     for name in names:
-        for word in (ROOT / name).read_text(encoding="utf-8").split():
+        for word in (FLEET / name).read_text(encoding="utf-8").split():
             reference, at, digest = word.strip("\"',[]{}").partition("@")
             if at and re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
                 pins.append((name, f"{reference}@{digest}"))
@@ -140,7 +143,7 @@ def test_the_regex_manager_finds_exactly_every_pinned_image_in_the_data() -> Non
         for name in files
         if name.startswith("generators/")
         and name not in names
-        and DIGEST.search((ROOT / name).read_text(encoding="utf-8", errors="replace"))
+        and DIGEST.search((FLEET / name).read_text(encoding="utf-8", errors="replace"))
     ]
     assert unread == []
 

@@ -320,14 +320,14 @@ def test_diff_and_plan_count_changes_and_keep_their_markdown(
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid"}
     env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t.invalid", GIT_CONFIG_GLOBAL=os.devnull)
     for path in FILES:
-        text = (ROOT / path).read_text(encoding="utf-8").replace("NCCL_DEBUG: WARN", "NCCL_DEBUG: INFO")
+        text = (FLEET / path).read_text(encoding="utf-8").replace("NCCL_DEBUG: WARN", "NCCL_DEBUG: INFO")
         if path == LONG:
             text = text.replace("LOAD_BALANCING: least_connections", "LOAD_BALANCING: round_robin")
         (repo / path).write_text(text, encoding="utf-8")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
         subprocess.run(["git", *args], cwd=repo, env=env, check=True)
     for path in FILES:
-        (repo / path).write_bytes((ROOT / path).read_bytes())
+        (repo / path).write_bytes((FLEET / path).read_bytes())
     _, diff = run_stage(tmp_path, "diff", rollout_in(repo, "diff"), monkeypatch, TIEROPS_BASE_REF="HEAD")
     assert {path: cell["counts"] for path, cell in diff["files"].items()} == {
         path: {"environment": 3 if path == LONG else 2} for path in FILES

@@ -262,7 +262,7 @@ def test_an_unknown_base_ref_reaches_the_record_and_the_markdown_as_the_tools_on
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid"}
     env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t.invalid", GIT_CONFIG_GLOBAL=os.devnull)
     for path in prod_files(FLEET):
-        (repo / path).write_bytes((ROOT / path).read_bytes())
+        (repo / path).write_bytes((FLEET / path).read_bytes())
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
         subprocess.run(["git", *args], cwd=repo, env=env, check=True)
     monkeypatch.setenv(RUN_ENV, "run-1")

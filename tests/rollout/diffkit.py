@@ -108,7 +108,7 @@ def run_cli(
 
 
 def prod_text(name: str = LONG) -> str:
-    return (ROOT / name).read_text(encoding="utf-8")
+    return (FLEET / name).read_text(encoding="utf-8")
 
 
 def fixture(name: str) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import FLEET
 from tierops.yamlio import roundtrip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -243,7 +244,7 @@ def _build_world(tmp_path: Path) -> World:
     (seed / "prod").mkdir(parents=True)
     (seed / "ci").mkdir()
     for name in (LONG, CANARY, "ci/dummy.env"):
-        shutil.copyfile(ROOT / name, seed / name)
+        shutil.copyfile(FLEET / name, seed / name)
     git(seed, "init", "-q", "-b", "main")
     git(seed, "add", "-A")
     git(seed, "commit", "-q", "-m", "base: two prod files", when=T0)

@@ -336,7 +336,7 @@ def test_applying_to_the_wrong_base_is_refused() -> None:
 def test_the_printed_json_applied_to_the_base_yields_the_head(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    head = (ROOT / LONG).read_text(encoding="utf-8")
+    head = (FLEET / LONG).read_text(encoding="utf-8")
     base = head.replace("      - --enable-dynamic-batch-tokenizer\n", "").replace('"0.80"', '"0.85"')
     repo = new_repo(tmp_path, {LONG: base, "prod/gone.yaml": "services:\n  a:\n    image: a\n"})
     write(repo, {LONG: head, "prod/gone.yaml": None, "prod/new.yaml": "services:\n  b:\n    image: b\n"})
