@@ -41,6 +41,9 @@ from validators.findings import Finding, Pos, error
 from validators.model import ComposeFile, Service
 
 ID = "collector-config"
+# A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).
+NEEDS_CONTRACT = True
+
 SUMMARY = "the embedded collector config parses; pipelines name defined components; every ${env:VAR} is set"
 
 _ENV_REF = re.compile(r"\$\{env:(?P<var>[A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
@@ -49,7 +52,7 @@ _KINDS = {"receivers": "receivers", "processors": "processors", "exporters": "ex
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    col = ctx.contract.telemetry["collector"]
+    col = ctx.claimed.telemetry["collector"]
     path = compose.path
     service = compose.services.get(str(col["service"]))
     parsed = collector(compose, str(col["config"]), str(col["receiver"]))

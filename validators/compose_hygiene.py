@@ -230,7 +230,7 @@ def _yaml_tricks(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
 
 def _declared_soft(compose: ComposeFile, service: Service, ctx: Context) -> frozenset[str]:
     """Env keys the contract lets this service default softly (the collector's: it must start without its token)."""
-    col = ctx.contract.telemetry.get("collector") or {}
+    col = (ctx.contract.telemetry.get("collector") or {}) if ctx.contract is not None else {}
     if service.name != str(col.get("service")):
         return frozenset()
     return frozenset(str(key) for key in col.get("soft_default_env") or ())
@@ -352,7 +352,7 @@ def _config_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     configs = compose.data.get("configs")
     if not isinstance(configs, YMap):
         return
-    col = ctx.contract.telemetry["collector"]
+    col = ctx.contract.telemetry["collector"] if ctx.contract is not None else {}
     for name in configs:
         config = embedded(compose, str(name))
         if config is None:
@@ -360,7 +360,7 @@ def _config_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
         # The collector's config is the one YAML config: its keys are read as keys (the
         # parse is shared with the collector rules). The others are text (nginx, sh).
         parsed = (
-            collector(compose, str(name), str(col["receiver"])) if str(name) == str(col["config"]) else None
+            collector(compose, str(name), str(col["receiver"])) if col and str(name) == str(col["config"]) else None
         )
         data = parsed.data if parsed is not None else None
         keyed = list(_yaml_keys(compose.path, config, str(name), data, ())) if isinstance(data, YMap) else []

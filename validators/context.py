@@ -1,13 +1,20 @@
-"""What every rule family reads besides the file: the contracts and the flag manifest."""
+"""What every rule family reads besides the file: the contracts and the flag manifest.
+
+A fleet has one contract per stack (`validators/contracts/<stack>.yaml`, each naming the
+files it claims under `files:`). A file is judged against the contract that claims it;
+a file no contract claims (another team's compose file, a file outside the fleet) gets
+only the checks that hold for every compose file, and none of a stack's house policy.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from validators.contract import (
+    CONTRACTS,
     DEFAULT_BUILD,
-    DEFAULT_CONTRACT,
     BuildContract,
     Contract,
     load_build,
@@ -15,19 +22,54 @@ from validators.contract import (
 )
 from validators.manifest import HERE as MANIFEST_DIR
 from validators.manifest import Manifest, load_manifest
+from validators.model import ComposeFile
+
+# Files of the contracts directory that are not a stack's contract.
+NOT_STACKS = frozenset({"engine-build.yaml", "wiring.yaml"})
 
 
 @dataclass(frozen=True)
 class Context:
-    contract: Contract
+    contracts: tuple[Contract, ...]
     build: BuildContract
     manifest: Manifest
+    # The contract that claims the file being checked; None: no stack claims it.
+    contract: Contract | None = None
+
+    def for_file(self, stem: str) -> Context:
+        """This context with the contract that claims the file `stem` (None if none does)."""
+        claiming = next((contract for contract in self.contracts if stem in contract.files), None)
+        return replace(self, contract=claiming)
+
+    @property
+    def claimed(self) -> Contract:
+        """The claiming contract, for the families that run only on claimed files (NEEDS_CONTRACT)."""
+        if self.contract is None:
+            raise LookupError("a stack's rule ran on a file no contract claims")
+        return self.contract
+
+    def known_files(self) -> list[str]:
+        return sorted(stem for contract in self.contracts for stem in contract.files)
 
 
-def load_context(contract: Path = DEFAULT_CONTRACT, build: Path = DEFAULT_BUILD) -> Context:
+def engine_services(compose: ComposeFile, ctx: Context) -> list[str]:
+    """The engines: the claiming contract's replicas; in a file no contract claims, every
+    service that starts an engine program (SGLang or vLLM, by its argv or its image)."""
+    if ctx.contract is not None:
+        return [r.service for r in ctx.contract.replicas.values() if r.service in compose.services]
+    return [service.name for service in compose if service.program_name() is not None]
+
+
+def stack_contracts(directory: Path = CONTRACTS) -> list[Path]:
+    """Every stack contract in `directory`, sorted by name."""
+    return [path for path in sorted(directory.glob("*.yaml")) if path.name not in NOT_STACKS]
+
+
+def load_context(contracts: Sequence[Path] | None = None, build: Path = DEFAULT_BUILD) -> Context:
     build_contract = load_build(build)
+    paths = stack_contracts() if contracts is None else list(contracts)
     return Context(
-        contract=load_contract(contract),
+        contracts=tuple(load_contract(path) for path in paths),
         build=build_contract,
         manifest=load_manifest(MANIFEST_DIR / build_contract.manifest),
     )

@@ -43,6 +43,9 @@ from validators.findings import Finding, Pos, error, warning
 from validators.model import ComposeFile, Service
 
 ID = "dcgm-metrics"
+# A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).
+NEEDS_CONTRACT = True
+
 SUMMARY = "one DCGM exporter seeing every engine GPU; its counters CSV well-formed and complete; SYS_ADMIN for profiling"
 
 FIELD = re.compile(r"^DCGM_(FI|EXP)_[A-Z0-9_]+$")
@@ -54,7 +57,7 @@ def _is_dcgm(service: Service, image_name: str) -> bool:
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    found = [service for service in compose if _is_dcgm(service, str(ctx.contract.dcgm["image_name"]))]
+    found = [service for service in compose if _is_dcgm(service, str(ctx.claimed.dcgm["image_name"]))]
     if not found:
         yield error(
             compose.path,
@@ -101,7 +104,7 @@ def _sys_admin(path: str, dcgm: Service, fields: Sequence[str]) -> Iterator[Find
 
 def _gpus(path: str, dcgm: Service, compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     seen = {token.text for token in dcgm.gpu_ids() or ()}
-    for replica in ctx.contract.replicas.values():
+    for replica in ctx.claimed.replicas.values():
         engine = compose.services.get(replica.service)
         if engine is None:
             continue
@@ -119,7 +122,7 @@ def _csv(  # noqa: PLR0912 (one branch per check)
     compose: ComposeFile, dcgm: Service, ctx: Context
 ) -> Generator[Finding, None, list[str]]:
     """Yields findings about the CSV; returns the active field names."""
-    spec = ctx.contract.dcgm
+    spec = ctx.claimed.dcgm
     path = compose.path
     tokens = [token.text for token in dcgm.tokens or ()]
     if len(tokens) != 2 or tokens[0] != "-f":
@@ -219,11 +222,11 @@ def mount_index(dcgm: Service, entry: object) -> int:
 
 
 def _scrape(compose: ComposeFile, dcgm: Service, ctx: Context) -> Iterator[Finding]:
-    col = ctx.contract.telemetry["collector"]
+    col = ctx.claimed.telemetry["collector"]
     parsed = collector(compose, str(col["config"]), str(col["receiver"]))
     if parsed is None or parsed.problem is not None:
         return
-    want = f"{dcgm.name}:{ctx.contract.dcgm['port']}"
+    want = f"{dcgm.name}:{ctx.claimed.dcgm['port']}"
     jobs = [job for job in parsed.jobs if any(target == want for target, _pos in job.targets)]
     if len(jobs) != 1:
         yield error(

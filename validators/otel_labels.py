@@ -52,6 +52,9 @@ from validators.findings import Finding, error
 from validators.model import ComposeFile, Service, engine_image_prefix
 
 ID = "otel-labels"
+# A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).
+NEEDS_CONTRACT = True
+
 SUMMARY = "the telemetry label contract: label blocks on scraped services and one matching scrape job each in the collector config"
 
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -59,7 +62,7 @@ _SOFT_DEFAULT = re.compile(r"^\$\{(?P<var>[A-Za-z_][A-Za-z0-9_]*):-[^}]*\}$")
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    telemetry = ctx.contract.telemetry
+    telemetry = ctx.claimed.telemetry
     prefix = str(telemetry["label_prefix"])
     col = telemetry["collector"]
     scraped = [name for name in telemetry["scraped"] if name in compose.services]
@@ -90,7 +93,7 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
 
 
 def _label_block(compose: ComposeFile, service: Service, ctx: Context) -> Iterator[Finding]:
-    telemetry = ctx.contract.telemetry
+    telemetry = ctx.claimed.telemetry
     prefix = str(telemetry["label_prefix"])
     path = compose.path
     if service.labels_form is None:
@@ -123,13 +126,13 @@ def _label_block(compose: ComposeFile, service: Service, ctx: Context) -> Iterat
 
 def expected_labels(compose: ComposeFile, service: Service, ctx: Context) -> dict[str, str | None]:
     """Suffix -> required value (None: required, value checked elsewhere or free)."""
-    telemetry = ctx.contract.telemetry
+    telemetry = ctx.claimed.telemetry
     want: dict[str, str | None] = {"scrape": None, "job": None, "port": None}
     want.update({str(key): scalar_text(value) for key, value in telemetry["labels"].items()})
     want["container_name"] = service.name
     want["deployment"] = compose.stem
     want["job"] = None
-    replica = ctx.contract.replica_of(service.name)
+    replica = ctx.claimed.replica_of(service.name)
     if replica is not None:
         port = next((flag.value for flag in service.flags() if flag.flag == "--port"), None)
         want["port"] = port
@@ -147,7 +150,7 @@ def expected_labels(compose: ComposeFile, service: Service, ctx: Context) -> dic
 def _jobs(  # noqa: PLR0912 (one branch per check)
     compose: ComposeFile, parsed: Collector, scraped: list[Service], ctx: Context
 ) -> Iterator[Finding]:
-    telemetry = ctx.contract.telemetry
+    telemetry = ctx.claimed.telemetry
     prefix = str(telemetry["label_prefix"])
     col = telemetry["collector"]
     scrape_only = set(telemetry["scrape_only"])
@@ -247,7 +250,7 @@ def _jobs(  # noqa: PLR0912 (one branch per check)
 
 
 def _extra_label(path: str, job: Any, key: str, service: Service, ctx: Context) -> Iterator[Finding]:
-    reserved = set(ctx.contract.telemetry["collector"]["reserved_labels"])
+    reserved = set(ctx.claimed.telemetry["collector"]["reserved_labels"])
     if key in reserved:
         yield error(
             path,
@@ -265,7 +268,7 @@ def _extra_label(path: str, job: Any, key: str, service: Service, ctx: Context) 
 
 
 def _collector_env(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    col = ctx.contract.telemetry["collector"]
+    col = ctx.claimed.telemetry["collector"]
     service = compose.services.get(str(col["service"]))
     if service is None:
         yield error(compose.path, compose.services_pos(), ID, f"no collector service {col['service']}")
@@ -283,7 +286,7 @@ def _collector_env(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
 
 
 def _exporter(compose: ComposeFile, parsed: Collector, ctx: Context) -> Iterator[Finding]:
-    col = ctx.contract.telemetry["collector"]
+    col = ctx.claimed.telemetry["collector"]
     name = str(col["gateway_exporter"])
     exporters = dig(parsed.data, "exporters")
     exporter = dig(exporters, name)

@@ -39,28 +39,22 @@ from tierops.yamlload import scalar_text
 from validators.collector import collector
 from validators.context import Context
 from validators.contract import Contract, FileContract, Replica
-from validators.findings import START, Finding, Pos, error
+from validators.findings import Finding, Pos, error
 from validators.model import HOST_GPUS, ComposeFile, Flag, Service, Token
 
 ID = "prod-config"
-SUMMARY = "the argv/env/variant/GPU/parity/pool/pairing contract of validators/contracts/glm53.yaml"
+# A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).
+NEEDS_CONTRACT = True
+
+SUMMARY = "the argv/env/variant/GPU/parity/pool/pairing contract of the stack that claims the file (validators/contracts/)"
 
 _VARIANT_PART = re.compile(r"\[-(?P<feature>[a-z0-9_]+)\]")
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    contract = ctx.contract
+    contract = ctx.claimed
     path = compose.path
-    file = contract.files.get(compose.stem)
-    if file is None:
-        known = ", ".join(sorted(contract.files))
-        yield error(
-            path,
-            START,
-            ID,
-            f"no contract for '{compose.stem}' (known: {known}); add it under files: in validators/contracts/glm53.yaml",
-        )
-        return
+    file = contract.files[compose.stem]
     yield from _service_set(compose, contract)
     yield from _profiles(compose, file)
     engines: list[tuple[Replica, Service]] = [

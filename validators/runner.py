@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tierops import layout
 from tierops.errors import InputError
 from validators.context import Context
-from validators.findings import Finding, Level
+from validators.findings import START, Finding, Level, error
 from validators.loader import load_file, parse
 from validators.model import build
 from validators.registry import RULES
@@ -53,12 +54,33 @@ def _rules(compose: object, ctx: Context, rules: Sequence[str]) -> list[Finding]
     from validators.model import ComposeFile
 
     assert isinstance(compose, ComposeFile)
+    ctx = ctx.for_file(compose.stem)
     found: list[Finding] = []
     for rule in rules:
-        found.extend(RULES[rule].check(compose, ctx))
+        module = RULES[rule]
+        if ctx.contract is None and getattr(module, "NEEDS_CONTRACT", False):
+            continue  # a stack's own policy: only for the files its contract claims
+        found.extend(module.check(compose, ctx))
     # One mutation can be seen twice by one family (e.g. a value and its position);
     # identical findings are printed once.
     return sorted(set(found), key=Finding.sort_key)
+
+
+def _unclaimed(path: Path, display: str, ctx: Context) -> list[Finding]:
+    """A file of the fleet's own prod/ must be claimed by a stack's contract: without one it
+    would silently get only the generic checks."""
+    stem = path.stem
+    if ctx.for_file(stem).contract is not None:
+        return []
+    contracts = ", ".join(layout.shown(contract.path) for contract in ctx.contracts) or "none"
+    return [
+        error(
+            display,
+            START,
+            "prod-config",
+            f"no stack contract claims '{stem}' (contracts: {contracts}); add it under files: of its stack's contract",
+        )
+    ]
 
 
 def capped(findings: list[Finding], cap: int) -> tuple[list[Finding], int]:
@@ -94,12 +116,15 @@ def run(
     cap: int = CAP,
 ) -> Report:
     report = Report()
+    fleet_prod = layout.prod_dir().resolve()
     for path, display in files:
         try:
             found = check_path(path, display, ctx, rules)
         except InputError as exc:
             report.unreadable.append(exc)
             continue
+        if path.resolve().parent == fleet_prod and "prod-config" in rules:
+            found = [*_unclaimed(path, display, ctx), *found]
         shown, cut = capped(found, cap)
         report.findings.extend(shown)
         report.omitted += cut

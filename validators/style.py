@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tierops.yamlload import YList
-from validators.context import Context
+from validators.context import Context, engine_services
 from validators.findings import Finding, warning
 from validators.model import ComposeFile
 
@@ -50,7 +50,7 @@ def _labels_form(compose: ComposeFile) -> Iterator[Finding]:
 
 
 def _command_form(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    engines = {replica.service for replica in ctx.contract.replicas.values()}
+    engines = engine_services(compose, ctx)
     for service in compose:
         if (
             service.name in engines

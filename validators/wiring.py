@@ -53,7 +53,7 @@ from tierops import units
 from tierops.errors import InputError
 from tierops.yamlload import LoadError, YList, YMap, load_path
 from validators.collector import collector
-from validators.context import Context
+from validators.context import Context, engine_services
 from validators.contract import CONTRACTS
 from validators.embedded import Embedded, embedded
 from validators.findings import Finding, Pos, error
@@ -220,7 +220,7 @@ class Graph:
     compose: ComposeFile
     wiring: Wiring
     engines: list[str]
-    label_prefix: str
+    label_prefix: str | None  # the claiming stack's telemetry labels; None: no stack claims the file
     names: dict[str, str] = field(default_factory=dict)  # DNS name -> service
     listeners: dict[str, list[Listener]] = field(default_factory=dict)  # only services with a spec
     unknown: set[str] = field(default_factory=set)  # a spec, but no readable listener (reported once)
@@ -239,8 +239,9 @@ class Graph:
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     wiring = load_wiring()
-    engines = [r.service for r in ctx.contract.replicas.values() if r.service in compose.services]
-    graph = Graph(compose, wiring, engines, str(ctx.contract.telemetry["label_prefix"]))
+    engines = engine_services(compose, ctx)
+    prefix = str(ctx.contract.telemetry["label_prefix"]) if ctx.contract is not None else None
+    graph = Graph(compose, wiring, engines, prefix)
     for service in compose:
         graph.names[service.name] = service.name
         for alias in _dns_names(service):
@@ -626,12 +627,12 @@ def _references(graph: Graph) -> Iterator[Ref]:
     compose = graph.compose
     yield from _nginx_refs(graph)
     yield from _collector_refs(graph)
-    port_label = graph.label_prefix + "port"
+    port_label = f"{graph.label_prefix}port" if graph.label_prefix is not None else None
     for service in compose:
         # The telemetry label claims where the service serves /metrics: its own port.
-        claimed = service.labels.get(port_label)
+        claimed = service.labels.get(port_label) if port_label is not None else None
         claimed_port = _port(claimed) if claimed is not None else None
-        if claimed_port is not None:
+        if claimed_port is not None and port_label is not None:
             pos = _locate(compose, service, ("labels", port_label))
             yield Ref(service.name, f"label {port_label}={claimed}", None, "localhost", claimed_port, pos)
         for key, value in service.env.items():

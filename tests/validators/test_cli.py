@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import FLEET
 from tests.validators.conftest import BASE, ROOT, prod_text, run_cli
 from validators import cli, prod_config
 
@@ -119,13 +121,33 @@ def test_no_default_files_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.M
     assert result.err.startswith("no files to check: prod/*.yaml matched nothing")
 
 
-def test_a_file_without_a_contract_is_named(tmp_path: Path) -> None:
-    path = tmp_path / "GLM-9-Experimental.yaml"
-    path.write_text(prod_text(BASE), encoding="utf-8")
-    result = run_cli("--format", "json", "--rule", "prod-config", path)
+def test_a_file_outside_the_fleet_that_no_contract_claims_gets_only_the_generic_checks(
+    tmp_path: Path,
+) -> None:
+    # A stack's file under another name: the stack's policy (labels, DCGM, the contract's
+    # argv) no longer applies, and the generic families still see a real problem.
+    path = tmp_path / "other-team.yaml"
+    text = prod_text(BASE)
+    digest = text[text.index("@sha256:") : text.index("@sha256:") + 72]
+    path.write_text(text.replace(digest, ":latest", 1), encoding="utf-8")
+    result = run_cli("--format", "json", path)
+    rules = {row["rule"] for row in result.findings()}
     assert result.code == 1
-    assert [(row["line"], row["rule"]) for row in result.findings()] == [(1, "prod-config")]
-    assert "no contract for 'GLM-9-Experimental'" in result.findings()[0]["message"]
+    assert "compose-hygiene" in rules
+    assert not rules & {"prod-config", "otel-labels", "dcgm-metrics", "collector-config"}
+
+
+def test_a_fleet_file_no_contract_claims_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = tmp_path / "fleet"
+    shutil.copytree(FLEET, fleet)
+    monkeypatch.setenv("TIEROPS_FLEET", str(fleet))
+    (fleet / "prod" / "GLM-9-Experimental.yaml").write_text(prod_text(BASE), encoding="utf-8")
+    result = run_cli("--format", "json", "--rule", "prod-config")
+    assert result.code == 1
+    assert [(row["path"], row["line"], row["rule"]) for row in result.findings()] == [
+        ("prod/GLM-9-Experimental.yaml", 1, "prod-config")
+    ]
+    assert "no stack contract claims 'GLM-9-Experimental'" in result.findings()[0]["message"]
 
 
 def test_a_bug_in_a_rule_is_exit_3_with_one_line(mutated: str, monkeypatch: pytest.MonkeyPatch) -> None:
