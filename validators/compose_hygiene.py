@@ -360,7 +360,9 @@ def _config_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
         # The collector's config is the one YAML config: its keys are read as keys (the
         # parse is shared with the collector rules). The others are text (nginx, sh).
         parsed = (
-            collector(compose, str(name), str(col["receiver"])) if col and str(name) == str(col["config"]) else None
+            collector(compose, str(name), str(col["receiver"]))
+            if col and str(name) == str(col["config"])
+            else None
         )
         data = parsed.data if parsed is not None else None
         keyed = list(_yaml_keys(compose.path, config, str(name), data, ())) if isinstance(data, YMap) else []

@@ -145,6 +145,8 @@ class BuildContract:
     manifest: str
     patch_flags: Mapping[str, PatchFlag]
     conflicts: tuple[Conflict, ...]
+    # The images that run this build: only their engines are judged by its manifest.
+    images: tuple[str, ...] = ()
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -267,6 +269,7 @@ def load_build(path: Path = DEFAULT_BUILD) -> BuildContract:
                 Conflict(_strs(item["flags"]), str(item["level"]), str(item["message"]))
                 for item in raw.get("conflicts") or ()
             ),
+            images=_strs(raw.get("images")),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise InputError(f"engine build contract is malformed near {exc}", where=str(path)) from None

@@ -67,9 +67,30 @@ def is_engine(service: Service) -> bool:
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    # An engine's flags are judged against the build its own image runs; an engine whose
+    # build has no manifest here is named once per image, never checked against another
+    # build's flags (a flag of a newer build would read as a typo).
+    unchecked: dict[tuple[str, str], list[Service]] = {}
     for service in compose:
-        if is_engine(service):
-            yield from _check_engine(compose.path, service, ctx)
+        program = service.program_name()
+        if program is None:
+            continue
+        image = service.get("image")
+        image = image if isinstance(image, str) else "(no image)"
+        if program == "sglang" and (not ctx.build.images or image in ctx.build.images):
+            if service.tokens is not None:
+                yield from _check_engine(compose.path, service, ctx)
+            continue
+        unchecked.setdefault((program, image), []).append(service)
+    for (program, image), services in unchecked.items():
+        names = ", ".join(service.name for service in services)
+        yield warning(
+            compose.path,
+            services[0].at("image") if services[0].has("image") else services[0].pos,
+            ID,
+            f"flags of {names} not checked: no flag manifest for the {program} build of {image}; "
+            f"the known build is {ctx.build.build} (validators/contracts/engine-build.yaml, `images:`)",
+        )
 
 
 _SGLANG_ALIASES = aliases_for("sglang")
@@ -150,7 +171,7 @@ def _check_engine(path: str, service: Service, ctx: Context) -> Iterator[Finding
     name = service.name
     build = f"{ctx.manifest.label} (build {ctx.build.build})"
     uses: list[Use] = []
-    index = len(ENGINE_PROGRAM)
+    index = len(service.program())
     while index < len(tokens):
         token = tokens[index]
         if not _FLAG.match(token.text):

@@ -114,9 +114,28 @@ def test_an_argparse_abbreviation_is_a_warning_and_an_ambiguous_one_an_error() -
 SNIPPET = """\
 services:
   engine:
-    image: docker.io/lmsysorg/sglang@sha256:{digest}
+    image: {image}
     command: [sglang, serve, --model-path, /models/m, {flag}, "4096"]
-""".replace("{digest}", "a" * 64)
+""".replace("{image}", load_context().build.images[0])
+
+
+def test_an_engine_on_an_image_without_a_manifest_is_named_once_never_judged_by_another_build() -> None:
+    other = "docker.io/lmsysorg/sglang@sha256:" + "a" * 64
+    text = SNIPPET.replace(load_context().build.images[0], other).replace(
+        "{flag}", "--a-flag-of-a-newer-build"
+    )
+    text += "  twin:\n    image: " + other + "\n    command: [sglang, serve, --another-new-flag]\n"
+    text += (
+        "  vllm:\n    image: docker.io/vllm/vllm-openai@sha256:"
+        + "b" * 64
+        + "\n    command: [--tensor-parallel-size, '8']\n"
+    )
+    found = findings(text, "fixture.yaml")
+    assert [(line, level) for line, level, _ in found] == [(3, "warning"), (9, "warning")]
+    assert found[0][2].startswith(
+        "flags of engine, twin not checked: no flag manifest for the sglang build of "
+    )
+    assert found[1][2].startswith("flags of vllm not checked: no flag manifest for the vllm build of ")
 
 
 def test_a_near_miss_of_a_known_flag_says_which_flag_it_meant() -> None:
