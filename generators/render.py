@@ -172,9 +172,9 @@ def _sidecar(
 ) -> CommentedMap:
     service = _head(source, target, name, str(spec["image"]))
     for key, value in spec.items():
-        if key != "image":
+        if key not in ("image", "role"):
             service[str(key)] = _out(value)
-    hook = _COMPUTED.get(name)
+    hook = _COMPUTED.get(str(spec.get("role")))
     if hook is not None:
         hook(service, source, target, engines)
     return service
@@ -209,12 +209,13 @@ def _dcgm(service: CommentedMap, source: Source, target: Target, engines: list[E
     service["deploy"] = _gpu_reservation(tuple(gpus))
 
 
+# By role (the source's `role:`), never by a service's name.
 _COMPUTED: dict[str, Callable[[CommentedMap, Source, Target, list[Engine]], None]] = {
-    "model-downloader": _downloader,
-    "proxy-glm53": _proxy,
-    "nginx": _nginx,
-    "model-proxy-registrar": _registrar,
-    "dcgm-glm53": _dcgm,
+    "downloader": _downloader,
+    "proxy": _proxy,
+    "front-door": _nginx,
+    "registrar": _registrar,
+    "metrics-exporter": _dcgm,
 }
 
 # Source configs consumed by another config rather than emitted on their own.

@@ -23,6 +23,9 @@ SOURCE_SUFFIX = ".source.yaml"
 TARGETS_SUFFIX = ".targets.yaml"
 
 TIERS = ("base", "canary", "long-context")
+# What a sidecar is to the generator (`role:` in the source, never emitted): the role,
+# not the service's name, says which values are computed for it.
+ROLES = ("downloader", "proxy", "front-door", "registrar", "metrics-exporter", "collector")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # The placeholders a base argv item may use; anything else in braces is a typo.
@@ -204,6 +207,17 @@ def load_source(path: Path, *, display: str | None = None) -> Source:
     for name, spec in [("engine.service", engine.service), *services.items()]:
         if not hasattr(spec, "get") or spec.get("image") not in images:
             r.fail(r.at(spec, "image"), f"{name}: image must name an entry of images: ({', '.join(images)})")
+    seen_roles: dict[str, str] = {}
+    for name, spec in services.items():
+        role = spec.get("role") if hasattr(spec, "get") else None
+        if role is None:
+            continue
+        if role not in ROLES:
+            r.fail(r.at(spec, "role"), f"{name}: unknown role '{role}' (roles: {', '.join(ROLES)})")
+        elif role in seen_roles:
+            r.fail(r.at(spec, "role"), f"{name}: role '{role}' is already {seen_roles[role]}'s; one service per role")
+        else:
+            seen_roles[str(role)] = str(name)
     scrape_ports: dict[str, int] = {}
     for name, port in (r.mapping(doc, "scrape") or {}).items():
         if name not in services:

@@ -199,3 +199,25 @@ def test_an_unpinned_image_in_the_catalogue_is_refused(
     assert code == 2
     assert "image 'nginx' must be pinned as name@sha256:<64 hex>" in err
     _assert_untouched(prod_copy)
+
+
+def test_an_unknown_or_doubled_role_is_refused_at_its_line(
+    source_copy: tuple[Path, Path], prod_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, targets = source_copy
+    _replace(source, "    role: proxy\n", "    role: proxxy\n")
+    _replace(source, "    role: registrar\n", "    role: front-door\n")
+    code, err = _run(source, targets, prod_copy, capsys)
+    assert code == 2
+    typo = _line_of(source, "role: proxxy")
+    doubled = [n for n, line in enumerate(source.read_text().splitlines(), 1) if "role: front-door" in line][
+        1
+    ]
+    roles = "downloader, proxy, front-door, registrar, metrics-exporter, collector"
+    lines = err.splitlines()
+    assert f"{source}:{typo}:5: proxy-glm53: unknown role 'proxxy' (roles: {roles})" in lines
+    assert (
+        f"{source}:{doubled}:5: model-proxy-registrar: role 'front-door' is already nginx's; one service per role"
+        in lines
+    )
+    _assert_untouched(prod_copy)
