@@ -118,8 +118,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.stdout:
         (target,) = _select(targets, [args.stdout])
-        rendered = render_all(source_of[target.name], [target])
-        sys.stdout.buffer.write(rendered[target.filename])
+        one = render_all(source_of[target.name], [target])
+        sys.stdout.buffer.write(one[target.filename])
         sys.stdout.flush()
         return ExitCode.OK
 
