@@ -181,6 +181,23 @@ class _Reader:
         return tuple(value)
 
 
+def _roles(r: _Reader, services: Mapping[str, Any]) -> None:
+    """Each sidecar's `role:` is a known one, and no two sidecars share one."""
+    seen: dict[str, str] = {}
+    for name, spec in services.items():
+        role = spec.get("role") if hasattr(spec, "get") else None
+        if role is None:
+            continue
+        if role not in ROLES:
+            r.fail(r.at(spec, "role"), f"{name}: unknown role '{role}' (roles: {', '.join(ROLES)})")
+        elif role in seen:
+            r.fail(
+                r.at(spec, "role"), f"{name}: role '{role}' is already {seen[role]}'s; one service per role"
+            )
+        else:
+            seen[str(role)] = str(name)
+
+
 def _placeholders(text: str) -> Iterator[str]:
     for _, name, _, _ in string.Formatter().parse(text):
         if name is not None:
@@ -207,17 +224,7 @@ def load_source(path: Path, *, display: str | None = None) -> Source:
     for name, spec in [("engine.service", engine.service), *services.items()]:
         if not hasattr(spec, "get") or spec.get("image") not in images:
             r.fail(r.at(spec, "image"), f"{name}: image must name an entry of images: ({', '.join(images)})")
-    seen_roles: dict[str, str] = {}
-    for name, spec in services.items():
-        role = spec.get("role") if hasattr(spec, "get") else None
-        if role is None:
-            continue
-        if role not in ROLES:
-            r.fail(r.at(spec, "role"), f"{name}: unknown role '{role}' (roles: {', '.join(ROLES)})")
-        elif role in seen_roles:
-            r.fail(r.at(spec, "role"), f"{name}: role '{role}' is already {seen_roles[role]}'s; one service per role")
-        else:
-            seen_roles[str(role)] = str(name)
+    _roles(r, services)
     scrape_ports: dict[str, int] = {}
     for name, port in (r.mapping(doc, "scrape") or {}).items():
         if name not in services:
