@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generators.features import FEATURE_ORDER, FEATURES, Layer, Stage, owner_of_env, owner_of_flag
+from generators.features import (
+    FEATURE_ORDER,
+    FEATURES,
+    FeatureArgs,
+    Layer,
+    Stage,
+    owner_of_env,
+    owner_of_flag,
+)
 from generators.source import FeatureUse, GenerationRefused, Source, Target, engine_name
 
 
@@ -45,9 +53,8 @@ def build_engine(source: Source, target: Target, replica_name: str) -> Engine:
     service = engine_name(source, replica_name)
     context = f"{service} ({target.name})"
     uses = sorted(target.replicas[replica_name], key=lambda use: FEATURE_ORDER[use.feature.name])
-    layers: dict[str, Layer] = {use.feature.name: use.feature.apply(use.args) for use in uses}
     problems: list[str] = []
-
+    layers = _layers(source, target, uses, context, problems)
     values = {
         "model_path": source.model.snapshot_dir,
         "served_name": source.model.served_name,
@@ -73,7 +80,8 @@ def build_engine(source: Source, target: Target, replica_name: str) -> Engine:
         if item.slot in layers:
             argv.extend(layers[item.slot].slot)
     for name, feature in FEATURES.items():
-        if feature.required and name not in layers:
+        listed = any(use.feature.name == name for use in uses)
+        if name in source.engine.required_features and not listed:
             problems.append(
                 f"{target.where}: refused: {context} lacks required feature '{name}' ({feature.summary}); add it to replica {replica_name}"
             )
@@ -81,14 +89,14 @@ def build_engine(source: Source, target: Target, replica_name: str) -> Engine:
             problems.append(
                 f"{source.display}: refused: the base argv (engine.argv) has no `feature: {name}` slot, needed by {context}"
             )
+    if problems:
+        raise GenerationRefused(problems)
     for use in uses:
         argv.extend(layers[use.feature.name].tail)
 
     environment = [(str(key), str(value)) for key, value in source.engine.environment.items()]
     for use in uses:
         environment.extend(layers[use.feature.name].env)
-    if problems:
-        raise GenerationRefused(problems)
     return Engine(
         replica=replica_name,
         name=service,
@@ -100,6 +108,26 @@ def build_engine(source: Source, target: Target, replica_name: str) -> Engine:
         variant=config_variant(source, target, argv, uses, layers),
         features=tuple(use.feature.name for use in uses),
     )
+
+
+def _layers(
+    source: Source, target: Target, uses: list[FeatureUse], context: str, problems: list[str]
+) -> dict[str, Layer]:
+    """What each listed feature adds, its options being the stack's defaults and then the
+    target's own; a feature missing an option it needs is a refusal added to `problems`."""
+    layers: dict[str, Layer] = {}
+    for use in uses:
+        options = {**source.engine.feature_options.get(use.feature.name, {}), **use.args.options}
+        missing = [option for option in use.feature.options if option not in options]
+        if missing:
+            problems.append(
+                f"{target.where}: refused: {context}: feature '{use.feature.name}' needs {', '.join(missing)}: "
+                f"give it in the targets (`{use.feature.name}: {{{missing[0]}: ...}}`) or as the stack's "
+                f"default under engine.feature_options.{use.feature.name}"
+            )
+            continue
+        layers[use.feature.name] = use.feature.apply(FeatureArgs(use.args.value, options))
+    return layers
 
 
 def config_variant(
@@ -115,8 +143,7 @@ def config_variant(
         engine.quantization,
         *config,
         engine.hardware,
-        f"tp{_flag_value(argv, '--tp-size')}",
-        f"ep{_flag_value(argv, '--ep-size')}",
+        *(f"{token}{_flag_value(argv, flag)}" for token, flag in engine.parallel.items()),
         *ingestion,
     ]
     return "-".join(token for token in tokens if token)
@@ -126,7 +153,9 @@ def _flag_value(argv: list[str], flag: str) -> str:
     for index, token in enumerate(argv[:-1]):
         if token == flag:
             return argv[index + 1]
-    raise GenerationRefused([f"refused: the base argv has no '{flag} N', which config_variant needs"])
+    raise GenerationRefused(
+        [f"refused: the base argv has no '{flag} N', which config_variant needs (engine.variant.parallel)"]
+    )
 
 
 def source_conflicts(source: Source, context: str) -> list[str]:

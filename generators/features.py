@@ -33,7 +33,6 @@ HICACHE_FLAGS: Final[tuple[str, ...]] = (
     "--hicache-mem-layout",
     "page_first_direct",
 )
-HICACHE_DEFAULT_RAM_BUDGET: Final = "${GLM53_HICACHE_RAM_BUDGET:-406GiB}"
 
 
 class Stage(Enum):
@@ -72,10 +71,9 @@ class Feature:
     env_keys: tuple[str, ...] = ()
     # A scalar parameter (`chunk: 8192`): its type, or None when the feature takes none.
     value_type: type[int] | None = None
-    # Named options (`hicache: {ram_budget: ...}`) and their defaults.
+    # Named options (`hicache: {ram_budget: ...}`) and what each means. A stack's source
+    # gives their defaults (engine.feature_options); a target may override them.
     options: Mapping[str, str] = field(default_factory=dict)
-    # Every replica must list it (its slot in the base argv must be filled).
-    required: bool = False
     # The feature fills a `feature: <name>` slot of the base argv.
     has_slot: bool = False
 
@@ -92,7 +90,7 @@ def _qsplit(_: FeatureArgs) -> Layer:
 
 
 def _hicache(args: FeatureArgs) -> Layer:
-    budget = args.options.get("ram_budget", HICACHE_DEFAULT_RAM_BUDGET)
+    budget = args.options["ram_budget"]
     return Layer(
         tail=HICACHE_FLAGS,
         env=(("SGLANG_HICACHE_RAM_BUDGET", budget), ("SGLANG_HICACHE_CUDA_HOST_MEMORY", "1")),
@@ -118,7 +116,6 @@ FEATURES: Final[dict[str, Feature]] = {
             build=_chunk,
             flags=("--chunked-prefill-size",),
             value_type=int,
-            required=True,
             has_slot=True,
         ),
         Feature(
@@ -135,7 +132,7 @@ FEATURES: Final[dict[str, Feature]] = {
             build=_hicache,
             flags=tuple(token for token in HICACHE_FLAGS if token.startswith("--")),
             env_keys=("SGLANG_HICACHE_RAM_BUDGET", "SGLANG_HICACHE_CUDA_HOST_MEMORY"),
-            options={"ram_budget": HICACHE_DEFAULT_RAM_BUDGET},
+            options={"ram_budget": "SGLANG_HICACHE_RAM_BUDGET, the host RAM the cache may use"},
         ),
         Feature(
             name="pdi",
@@ -144,7 +141,6 @@ FEATURES: Final[dict[str, Feature]] = {
             build=_pdi,
             flags=("--prefill-decode-interval",),
             value_type=int,
-            required=True,
             has_slot=True,
         ),
         Feature(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,14 @@ class EngineSkeleton:
     environment: Mapping[str, Any]
     environment_marks: Mapping[str, Mark]
     service: Mapping[str, Any]
+    # config_variant's parallelism tokens, in order: token -> the flag whose value it
+    # carries (`tp: --tp-size` makes `tp4`); the engine program decides the spelling.
+    parallel: Mapping[str, str] = field(default_factory=dict)
+    # Features every replica of the stack must list (their slot must be filled).
+    required_features: tuple[str, ...] = ()
+    # Defaults of features' options for the stack: feature -> option -> value.
+    feature_options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    where: Mark | None = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +250,11 @@ def load_source(path: Path, *, display: str | None = None) -> Source:
     collector = r.mapping(doc, "collector_config")
     project = r.scalar(doc, "project", str) or ""
     replicas = _replicas(r, doc)
+    if engine.name_template and "{replica}" not in engine.name_template and len(replicas) > 1:
+        r.fail(
+            r.at(doc["engine"], "name"),
+            "engine.name must contain {replica} when the stack has two or more replicas",
+        )
     if r.problems:
         raise GenerationRefused(r.problems)
     return Source(
@@ -275,6 +288,23 @@ def _engine(r: _Reader, doc: Any) -> EngineSkeleton:
     engine_map = r.mapping(doc, "engine") or {}
     variant_map = r.mapping(engine_map, "variant") or {}
     env_map = r.mapping(engine_map, "environment") or {}
+    parallel = r.mapping(variant_map, "parallel", required=False) or {}
+    for token, flag in parallel.items():
+        if not isinstance(flag, str) or not flag.startswith("-"):
+            r.fail(r.at(parallel, token), f"engine.variant.parallel.{token} names a flag (`{token}: --flag`)")
+    required = (r.strings(engine_map, "required_features") if "required_features" in engine_map else ()) or ()
+    for name in required:
+        if name not in FEATURES:
+            r.fail(
+                r.at(engine_map, "required_features"),
+                f"engine.required_features: unknown feature '{name}' (features: {', '.join(FEATURES)})",
+            )
+    options = r.mapping(engine_map, "feature_options", required=False) or {}
+    for name, given in options.items():
+        feature = FEATURES.get(str(name))
+        if feature is None or not hasattr(given, "items") or any(key not in feature.options for key in given):
+            takes = "; ".join(f"{n}: {', '.join(f.options)}" for n, f in FEATURES.items() if f.options)
+            r.fail(r.at(options, name), f"engine.feature_options.{name}: not options of a feature ({takes})")
     engine = EngineSkeleton(
         name_template=r.scalar(engine_map, "name", str) or "",
         port=r.scalar(engine_map, "port", int) or 0,
@@ -285,9 +315,15 @@ def _engine(r: _Reader, doc: Any) -> EngineSkeleton:
         environment=env_map,
         environment_marks={str(k): r.at(env_map, k) for k in env_map},
         service=r.mapping(engine_map, "service") or {},
+        parallel={str(token): str(flag) for token, flag in parallel.items()},
+        required_features=tuple(str(name) for name in required),
+        feature_options={
+            str(name): {str(k): str(v) for k, v in given.items()}
+            for name, given in options.items()
+            if hasattr(given, "items")
+        },
+        where=r.at(engine_map, "name"),
     )
-    if engine.name_template and "{replica}" not in engine.name_template:
-        r.fail(r.at(engine_map, "name"), "engine.name must contain {replica}")
     return engine
 
 
@@ -305,14 +341,22 @@ def _argv(r: _Reader, engine_map: Any) -> tuple[ArgvItem, ...]:
                 r.fail(where, "an argv slot is written `feature: <name>`")
             else:
                 items.append(ArgvItem(tokens=(), slot=slot, where=where))
-        elif isinstance(item, str) and item.strip():
-            for name in _placeholders(item):
+        elif (isinstance(item, str) and item.strip()) or (
+            isinstance(item, list) and item and all(isinstance(word, str) for word in item)
+        ):
+            # A string is split on spaces; a list is its words as written, so a value
+            # may hold spaces (`[--override-generation-config, '{"temperature": 0.6}']`).
+            words = tuple(item.split()) if isinstance(item, str) else tuple(str(word) for word in item)
+            for name in (name for word in words for name in _placeholders(word)):
                 if name not in ARGV_PLACEHOLDERS:
                     known = ", ".join(sorted(ARGV_PLACEHOLDERS))
                     r.fail(where, f"unknown placeholder {{{name}}} in argv item '{item}' (known: {known})")
-            items.append(ArgvItem(tokens=tuple(item.split()), slot=None, where=where))
+            items.append(ArgvItem(tokens=words, slot=None, where=where))
         else:
-            r.fail(where, f"an argv item is a string '--flag value' or `feature: <name>`, not {item!r}")
+            r.fail(
+                where,
+                f"an argv item is a string '--flag value', a list of words, or `feature: <name>`, not {item!r}",
+            )
     return tuple(items)
 
 
