@@ -27,7 +27,9 @@ def test_each_check_gets_the_files_its_row_selects() -> None:
 def test_the_repository_s_tracked_text_files_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, check=True).stdout.split()
-    text = [name for name in tracked if not name.endswith((".png", ".whl"))]
+    # The fleet's files are the check's to judge (`nox -s lint`), never a test's.
+    fleet = ("prod/", "generators/", "validators/contracts/", "ci/dummy.env")
+    text = [name for name in tracked if not name.endswith((".png", ".whl")) and not name.startswith(fleet)]
     assert main(text) == 0
 
 

@@ -108,7 +108,7 @@ def test_warnings_fail_only_with_strict(tmp_path: Path, monkeypatch: pytest.Monk
     assert run_cli("--strict", "--rule", "engine-flags", BASE).code == 1
 
 
-def test_the_committed_prod_files_are_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fleet_s_prod_files_are_clean(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     result = run_cli("--format", "text")
     assert (result.code, result.out, result.err) == (0, "3 files checked: 0 errors, 0 warnings\n", "")

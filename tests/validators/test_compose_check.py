@@ -27,8 +27,8 @@ DUMMY = FLEET / "ci" / "dummy.env"
 
 @pytest.fixture(autouse=True)
 def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Paths print relative to the working directory; outside Actions, text format."""
-    monkeypatch.chdir(ROOT)
+    """Paths print relative to the fleet (the working directory); outside Actions, text format."""
+    monkeypatch.chdir(FLEET)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     monkeypatch.delenv("CI", raising=False)
 
