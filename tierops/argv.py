@@ -39,6 +39,13 @@ _PROGRAMS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("vllm", ("python", "-m", "vllm.entrypoints.openai.api_server")),
     ("vllm", ("python3", "-m", "vllm.entrypoints.openai.api_server")),
 )
+# Where each engine program listens when its argv names no --host/--port: SGLang on
+# loopback only (no peer can reach it), vLLM on every interface.
+ENGINE_DEFAULT_LISTEN: dict[str, tuple[str, int]] = {
+    "sglang": ("127.0.0.1", 30000),
+    "vllm": ("0.0.0.0", 8000),
+}
+
 # Images whose default entrypoint is the engine (a `command:` of flags only).
 _IMAGE_PROGRAMS = (("vllm/vllm-openai", "vllm"), ("lmsysorg/sglang", "sglang"))
 

@@ -158,6 +158,8 @@ def _names(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     path = compose.path
     for service in compose:
         name = service.get("container_name")
+        if name is None and ctx.contract is None:
+            continue  # Compose names the container itself; the key rule is a stack's own
         if name is None:
             yield error(
                 path, service.pos, ID, f"{service.name} has no container_name; set it to the service key"

@@ -28,6 +28,9 @@ from validators.findings import Finding, warning
 from validators.model import ComposeFile
 
 ID = "style"
+# The house spelling of generated files: only for files a stack contract claims.
+NEEDS_CONTRACT = True
+
 SUMMARY = (
     "the one spelling of generated files (mapping labels, list commands); warnings, never a change in meaning"
 )

@@ -50,13 +50,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tierops import units
+from tierops.argv import ENGINE_DEFAULT_LISTEN
 from tierops.errors import InputError
 from tierops.yamlload import LoadError, YList, YMap, load_path
 from validators.collector import collector
 from validators.context import Context, engine_services
 from validators.contract import CONTRACTS
 from validators.embedded import Embedded, embedded
-from validators.findings import Finding, Pos, error
+from validators.findings import Finding, Level, Pos, error
 from validators.loader import load_file
 from validators.model import ComposeFile, Flag, Service
 
@@ -221,6 +222,9 @@ class Graph:
     wiring: Wiring
     engines: list[str]
     label_prefix: str | None  # the claiming stack's telemetry labels; None: no stack claims the file
+    # A stack claims the file: its names in wiring.yaml (listeners, edges, exemptions)
+    # apply. In a file no stack claims, a name that happens to match means nothing.
+    claimed: bool = True
     names: dict[str, str] = field(default_factory=dict)  # DNS name -> service
     listeners: dict[str, list[Listener]] = field(default_factory=dict)  # only services with a spec
     unknown: set[str] = field(default_factory=set)  # a spec, but no readable listener (reported once)
@@ -241,7 +245,7 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     wiring = load_wiring()
     engines = engine_services(compose, ctx)
     prefix = str(ctx.contract.telemetry["label_prefix"]) if ctx.contract is not None else None
-    graph = Graph(compose, wiring, engines, prefix)
+    graph = Graph(compose, wiring, engines, prefix, claimed=ctx.contract is not None)
     for service in compose:
         graph.names[service.name] = service.name
         for alias in _dns_names(service):
@@ -254,7 +258,7 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
         yield from _resolve(graph, ref)
     yield from _storage(compose, wiring, engines)
     yield from _mount_sources(compose)
-    yield from _runtime(compose, wiring, engines)
+    yield from _runtime(compose, wiring, engines, claimed=graph.claimed)
 
 
 def _dns_names(service: Service) -> Iterator[str]:
@@ -319,6 +323,8 @@ def _value_at(compose: ComposeFile, service: Service, *path: str | int) -> Pos:
 def _listeners(graph: Graph) -> None:
     compose = graph.compose
     for key, spec in graph.wiring.listeners.items():
+        if key != "engines" and not graph.claimed:
+            continue
         names = graph.engines if key == "engines" else [key]
         for name in names:
             service = compose.services.get(name)
@@ -337,6 +343,22 @@ def _listeners(graph: Graph) -> None:
             if found is None:
                 graph.unknown.add(name)  # unreadable (reported) or a variable: not followed
             graph.listeners[name] = found or []
+    if not graph.claimed:
+        _front_doors(graph)
+
+
+def _front_doors(graph: Graph) -> None:
+    """No stack names the front door: an nginx image that mounts an inline config
+    listens where that config says."""
+    for service in graph.compose:
+        image = service.get("image")
+        if not (isinstance(image, str) and "nginx" in image) or service.name in graph.listeners:
+            continue
+        for entry in service.get("configs") or ():
+            source = entry.get("source") if isinstance(entry, dict) else entry
+            if isinstance(source, str) and embedded(graph.compose, source) is not None:
+                graph.listeners[service.name] = _nginx_listeners(graph, service, source)
+                break
 
 
 def _unreadable(graph: Graph, service: Service, pos: Pos, what: str, value: str) -> None:
@@ -370,8 +392,12 @@ def _argv_listener(graph: Graph, service: Service, spec: Mapping[str, Any]) -> l
         return [Listener(parsed[0], parsed[1], at)]
     flags = {flag.flag: flag for flag in service.flags()}
     host_flag, port_flag = flags.get(str(spec["host_flag"])), flags.get(str(spec["port_flag"]))
-    host = host_flag.value if host_flag and host_flag.value else str(spec["default_host"])
-    port_text = port_flag.value if port_flag and port_flag.value else str(spec["default_port"])
+    # The contract's defaults are its engine program's; another program has its own.
+    default_host, default_port = ENGINE_DEFAULT_LISTEN.get(
+        service.program_name() or "", (str(spec["default_host"]), int(spec["default_port"]))
+    )
+    host = host_flag.value if host_flag and host_flag.value else default_host
+    port_text = port_flag.value if port_flag and port_flag.value else str(default_port)
     where = port_flag.value_pos if port_flag else service.at("command")
     host_at = host_flag.value_pos if host_flag else service.at("command")
     port = _port(port_text)
@@ -675,6 +701,8 @@ def _resolve(graph: Graph, ref: Ref) -> Iterator[Finding]:  # noqa: PLR0911, PLR
         return
     target_name = graph.names.get(ref.host)
     if target_name is None:
+        if ref.host in _extra_hosts(consumer):
+            return  # a host name the service maps itself (extra_hosts), outside the project
         if _HOSTNAME.fullmatch(ref.host) and "." not in ref.host:
             yield _finding(
                 compose,
@@ -708,6 +736,8 @@ def _resolve(graph: Graph, ref: Ref) -> Iterator[Finding]:  # noqa: PLR0911, PLR
         )
         return
     listeners = graph.listeners.get(target_name)
+    if listeners is None and not graph.claimed:
+        return  # no stack says how it listens: nothing to compare with
     if listeners is None:
         yield _finding(
             compose,
@@ -745,7 +775,7 @@ def _off_network(graph: Graph, service: Service) -> bool:
 
 def _allowed(graph: Graph, consumer: str) -> list[str] | None:
     """The services `consumer` may reference (`engines` is every replica), or None: any."""
-    names = graph.wiring.edges.get(consumer)
+    names = graph.wiring.edges.get(consumer) if graph.claimed else None
     if names is None:
         return None
     result: list[str] = []
@@ -1046,6 +1076,8 @@ def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
         flag = next((f for f in engine.flags() if f.flag == storage["model_flag"]), None)
         if flag is None or flag.value is None:
             continue  # prod-config reports the missing flag
+        if not flag.value.startswith("/"):
+            continue  # a hub repo id (`org/name`), resolved through the hub cache, not a path
         model_path = posixpath.normpath(flag.value)
         read = _volume_mount(engine, named, model_path)
         if read is None:
@@ -1226,9 +1258,27 @@ def _mount_sources(compose: ComposeFile) -> Iterator[Finding]:
 # -- runtime ---------------------------------------------------------------------------
 
 
-def _runtime(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> Iterator[Finding]:
+def _extra_hosts(service: Service) -> set[str]:
+    """Host names the service maps itself (`extra_hosts`, list or mapping form)."""
+    mapped = service.get("extra_hosts")
+    if isinstance(mapped, dict):
+        return {str(name) for name in mapped}
+    if isinstance(mapped, list):
+        return {str(entry).split(":", 1)[0].split("=", 1)[0] for entry in mapped}
+    return set()
+
+
+def _exempt_image(service: Service, exempt_images: Mapping[str, Any]) -> bool:
+    image = service.get("image")
+    return isinstance(image, str) and any(fragment in image for fragment in exempt_images)
+
+
+def _runtime(
+    compose: ComposeFile, wiring: Wiring, engines: Sequence[str], *, claimed: bool = True
+) -> Iterator[Finding]:
     runtime = wiring.runtime
-    exempt = runtime.get("healthcheck_exempt") or {}
+    exempt = (runtime.get("healthcheck_exempt") or {}) if claimed else {}
+    exempt_images = runtime.get("healthcheck_exempt_images") or {}
     forbidden = set(runtime.get("forbidden_network_modes") or ())
     for service in compose:
         engine = service.name in engines
@@ -1252,20 +1302,27 @@ def _runtime(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> It
                 "privileged",
                 f"{service.name} is privileged: it sees every device of the host",
             )
-        if engine:
+        if engine and claimed:  # the engine's entrypoint, env file and start period are stack policy
             yield from _engine_runtime(compose, service, runtime)
         if service.get("restart") in (None, "no") and not engine:
             continue  # a one-shot service (the downloader) needs no healthcheck
         healthcheck = service.get("healthcheck")
         test = healthcheck.get("test") if isinstance(healthcheck, dict) else None
         disabled = isinstance(healthcheck, dict) and (healthcheck.get("disable") is True or test == ["NONE"])
-        if (healthcheck is None or disabled or not test) and service.name not in exempt:
-            yield _finding(
+        if (
+            (healthcheck is None or disabled or not test)
+            and service.name not in exempt
+            and not _exempt_image(service, exempt_images)
+        ):
+            found = _finding(
                 compose,
                 service.at("healthcheck") if service.has("healthcheck") else service.pos,
                 "healthcheck",
                 f"{service.name} runs without a healthcheck: nothing notices it hang",
             )
+            # A stack requires one; in a file no stack claims it is advice, since the
+            # stack still runs.
+            yield found if claimed else found._replace(level=Level.WARNING)
 
 
 def _engine_runtime(compose: ComposeFile, service: Service, runtime: Mapping[str, Any]) -> Iterator[Finding]:

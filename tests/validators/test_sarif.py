@@ -123,16 +123,16 @@ def test_a_broken_file_gives_each_finding_at_its_line_and_column() -> None:
         seen.append((result["ruleId"], result["level"], region["startLine"], region["startColumn"]))
         assert set(result["partialFingerprints"]) == {formats.FINGERPRINT}
     assert seen == [
-        ("compose-hygiene", "error", 6, 5),
+        ("wiring", "warning", 6, 3),
         ("compose-hygiene", "error", 7, 5),
-        ("style", "warning", 8, 5),
+        ("compose-hygiene", "error", 8, 5),
     ]
-    assert run["results"][1]["message"]["text"] == (
+    assert run["results"][2]["message"]["text"] == (
         "container_name 'web-front' differs from the service key 'web'; other services reach it by the key"
     )
     # the same positions as the text report
     text = run_cli("--format", "text", *RULES, _relative(BROKEN)).out
-    assert f"{_relative(BROKEN)}:7:5: [error] container_name 'web-front'" in text
+    assert f"{_relative(BROKEN)}:8:5: [error] container_name 'web-front'" in text
 
 
 def test_fingerprints_stay_when_blank_lines_are_inserted_above(

@@ -1,0 +1,66 @@
+"""A compose file no stack claims: its true problems, and nothing from our house style.
+
+Snippet in, findings out, the way another team's file reaches `python -m validators`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.validators.conftest import run_cli
+
+DIGEST = "@sha256:" + "a" * 64
+
+
+def _findings(tmp_path: Path, text: str) -> list[tuple[int, str, str, str]]:
+    path = tmp_path / "other-team.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = run_cli("--format", "json", path)
+    assert "Traceback" not in result.err
+    return [(row["line"], row["level"], row["rule"], row["message"]) for row in result.findings()]
+
+
+def test_a_vllm_stack_in_another_teams_spelling_gets_only_its_true_problems(tmp_path: Path) -> None:
+    text = f"""\
+services:
+  front:
+    image: docker.io/library/nginx{DIGEST}
+    restart: unless-stopped
+    ports: ["8000:8000", "80:80"]
+    configs: [{{source: nginx_conf, target: /etc/nginx/conf.d/default.conf}}]
+    healthcheck: {{test: [CMD, wget, -q, -O, /dev/null, "http://127.0.0.1:8000/"]}}
+  proxy-x:
+    image: docker.io/example/proxy{DIGEST}
+    restart: unless-stopped
+    extra_hosts: ["compose-manager:host-gateway"]
+    environment:
+      BACKENDS: http://model-x:8000
+      COMPOSE_MANAGER_URL: http://compose-manager:8080
+    healthcheck: {{test: [CMD, curl, -f, "http://localhost:9000/health"]}}
+  model-x:
+    image: docker.io/vllm/vllm-openai{DIGEST}
+    restart: unless-stopped
+    command: [--model, org/model, --tensor-parallel-size, "8"]
+    healthcheck: {{test: [CMD, curl, -f, "http://localhost:8000/health"]}}
+  exporter:
+    image: nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless{DIGEST}
+    restart: unless-stopped
+configs:
+  nginx_conf:
+    content: |
+      server {{ listen 8000; location / {{ proxy_pass http://proxy-x:9000; }} }}
+"""
+    found = _findings(tmp_path, text)
+    errors = [(line, rule, message.split(";")[0]) for line, level, rule, message in found if level == "error"]
+    # The true one: port 80 is published, and the front door's own config listens on 8000 only.
+    assert errors == [(5, "wiring", "front publishes 80 to container port 80, but front listens on 8000")]
+    warnings = [(line, rule) for line, level, rule, _ in found if level == "warning"]
+    # The vLLM engine is named as not flag-checked, once; nothing else is said: the
+    # extra_hosts name resolves, a hub repo id is no path, vLLM listens on 8000 by
+    # default, the distroless exporter needs no healthcheck, and no house name applies.
+    assert warnings == [(17, "engine-flags")]
+
+
+def test_a_missing_healthcheck_is_advice_in_a_file_no_stack_claims(tmp_path: Path) -> None:
+    text = f"services:\n  web:\n    image: docker.io/library/nginx{DIGEST}\n    restart: always\n"
+    assert [(line, level) for line, level, _, _ in _findings(tmp_path, text)] == [(2, "warning")]
