@@ -18,7 +18,7 @@ from generators.features import (
     owner_of_env,
     owner_of_flag,
 )
-from generators.source import FeatureUse, GenerationRefused, Source, Target, engine_name
+from generators.source import FeatureUse, GenerationRefused, Source, Target, engine_name, fill
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def build_engine(source: Source, target: Target, replica_name: str) -> Engine:
     filled: set[str] = set()
     for item in source.engine.argv:
         if item.slot is None:
-            argv.extend(token.format_map(values) for token in item.tokens)
+            argv.extend(fill(token, values) for token in item.tokens)
             continue
         feature = FEATURES.get(item.slot)
         if feature is None or not feature.has_slot:

@@ -8,7 +8,6 @@ renderer only ever sees data that makes sense.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,10 +205,18 @@ def _roles(r: _Reader, services: Mapping[str, Any]) -> None:
             seen[str(role)] = str(name)
 
 
+# A placeholder is `{name}`; other braces (a JSON value in an argv word) are text.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 def _placeholders(text: str) -> Iterator[str]:
-    for _, name, _, _ in string.Formatter().parse(text):
-        if name is not None:
-            yield name
+    for match in PLACEHOLDER.finditer(text):
+        yield match.group(1)
+
+
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """`text` with each `{name}` of `values` replaced; any other brace stays as written."""
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
 def load_source(path: Path, *, display: str | None = None) -> Source:
@@ -398,6 +405,8 @@ def load_targets(source: Source, path: Path, *, display: str | None = None) -> l
             "discovery_port",
             "registrar_environment",
             "replicas",
+            # Read by the rollout plan, not rendered: the variables every host sets.
+            "host_variables",
         }
         for key in spec:
             if key not in known_keys:
@@ -410,6 +419,8 @@ def load_targets(source: Source, path: Path, *, display: str | None = None) -> l
             r.fail(
                 r.at(spec, "tier"), f"target '{name}': tier must be one of {', '.join(TIERS)}, not '{tier}'"
             )
+        if "host_variables" in spec:
+            r.strings(spec, "host_variables")
         registrar_env = r.mapping(spec, "registrar_environment", required=False) or {}
         replicas_map = r.mapping(spec, "replicas") or {}
         replicas: dict[str, tuple[FeatureUse, ...]] = {}

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tierops import layout
 from validators.contract import (
-    CONTRACTS,
     DEFAULT_BUILD,
     BuildContract,
     Contract,
@@ -60,13 +60,14 @@ def engine_services(compose: ComposeFile, ctx: Context) -> list[str]:
     return [service.name for service in compose if service.program_name() is not None]
 
 
-def stack_contracts(directory: Path = CONTRACTS) -> list[Path]:
-    """Every stack contract in `directory`, sorted by name."""
-    return [path for path in sorted(directory.glob("*.yaml")) if path.name not in NOT_STACKS]
+def stack_contracts(directory: Path | None = None) -> list[Path]:
+    """Every stack contract in `directory` (default: the fleet's, read now), sorted by name."""
+    where = directory if directory is not None else layout.contracts_dir()
+    return [path for path in sorted(where.glob("*.yaml")) if path.name not in NOT_STACKS]
 
 
-def load_context(contracts: Sequence[Path] | None = None, build: Path = DEFAULT_BUILD) -> Context:
-    build_contract = load_build(build)
+def load_context(contracts: Sequence[Path] | None = None, build: Path | None = None) -> Context:
+    build_contract = load_build(build if build is not None else layout.contracts_dir() / DEFAULT_BUILD.name)
     paths = stack_contracts() if contracts is None else list(contracts)
     return Context(
         contracts=tuple(load_contract(path) for path in paths),

@@ -8,6 +8,7 @@ break at startup. Rules read these values; they never import generators/.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +43,8 @@ class Feature:
 
 @dataclass(frozen=True)
 class ReplicaPlan:
-    chunk: str
-    pdi: str
+    chunk: str | None  # only for a contract whose argv or variant reads {chunk}
+    pdi: str | None
     features: tuple[str, ...]  # in feature order
     env: Mapping[str, str]  # overrides of feature env values
 
@@ -77,6 +78,8 @@ class Contract:
     env: Mapping[str, str]
     features: Mapping[str, Feature]  # in feature order
     variant: str
+    # The variant's fields read from the engine's own flags: field -> flag.
+    variant_fields: Mapping[str, str]
     parity_keys: tuple[str, ...]
     parity_paths: tuple[tuple[str, ...], ...]  # per-replica deltas inside a key (`*`: any item)
     parity_labels: tuple[str, ...]  # the replica's own label suffixes
@@ -98,18 +101,19 @@ class Contract:
 
     def values(self, file: FileContract, replica: Replica) -> dict[str, str]:
         plan = file.replicas[replica.name]
-        return {
+        values = {
             "snapshot_dir": self.model["snapshot_dir"],
             "served_name": self.model["served_name"],
             "chunk": plan.chunk,
             "pdi": plan.pdi,
             "rendezvous": replica.rendezvous,
         }
+        return {key: value for key, value in values.items() if value is not None}
 
     def expected_flags(self, file: FileContract, replica: Replica) -> list[tuple[str, ...]]:
         """The contract argv after the program, one tuple of tokens per flag."""
         values = self.values(file, replica)
-        flags = [tuple(token.format(**values) for token in item) for item in self.argv]
+        flags = [tuple(_fill(token, values) for token in item) for item in self.argv]
         for name in file.replicas[replica.name].features:
             flags.extend(self.features[name].argv)
         return flags
@@ -162,6 +166,14 @@ def _read(path: Path) -> dict[str, Any]:
     return loaded.documents[0]
 
 
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _fill(token: str, values: Mapping[str, str]) -> str:
+    """`token` with each `{name}` of `values` replaced; other braces (JSON) stay as written."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), token)
+
+
 def _strs(values: Any) -> tuple[str, ...]:
     return tuple(str(value) for value in values or ())
 
@@ -201,8 +213,8 @@ def _contract(path: Path, raw: dict[str, Any]) -> Contract:
             if unknown:
                 raise ValueError(f"files.{stem}.replicas.{replica}: unknown feature {unknown[0]}")
             replicas[replica] = ReplicaPlan(
-                chunk=str(plan["chunk"]),
-                pdi=str(plan["pdi"]),
+                chunk=str(plan["chunk"]) if "chunk" in plan else None,
+                pdi=str(plan["pdi"]) if "pdi" in plan else None,
                 features=tuple(sorted(plan.get("features") or (), key=order.index)),
                 env=_str_map(plan.get("env")),
             )
@@ -232,10 +244,15 @@ def _contract(path: Path, raw: dict[str, Any]) -> Contract:
         engine_settings=dict(engines["settings"]),
         engine_forbidden_keys=_strs(engines.get("forbidden_keys")),
         program=_strs(engines["program"]),
-        argv=tuple(tuple(str(item).split()) for item in engines["argv"]),
+        # A string is split on spaces; a list is its words as written (a value with spaces).
+        argv=tuple(
+            tuple(str(word) for word in item) if isinstance(item, list) else tuple(str(item).split())
+            for item in engines["argv"]
+        ),
         env=_str_map(engines["env"]),
         features=features,
         variant=str(engines["variant"]),
+        variant_fields=_str_map(engines.get("variant_fields")),
         parity_keys=_strs(parity.get("keys")),
         parity_paths=tuple(tuple(str(path).split(".")) for path in parity.get("paths") or ()),
         parity_labels=_strs(parity.get("labels")),

@@ -140,7 +140,10 @@ def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
     name = service.name
     if service.tokens is None:
         yield error(
-            path, service.at("command"), ID, f"{name} has no command; the contract argv starts `sglang serve`"
+            path,
+            service.at("command"),
+            ID,
+            f"{name} has no command; the contract argv starts `{' '.join(contract.program)}`",
         )
         return
     program = service.program()
@@ -349,13 +352,7 @@ def _walk(node: Any, keys: Sequence[str]) -> Any:
 def recompute_variant(service: Service, tier: str, contract: Contract) -> str | None:
     """The variant from the engine's own argv and env; None when a needed flag is missing."""
     values = {flag.flag: flag.value for flag in service.flags()}
-    needed = {
-        "chunk": "--chunked-prefill-size",
-        "pdi": "--prefill-decode-interval",
-        "tp": "--tp-size",
-        "ep": "--ep-size",
-    }
-    fields = {key: values.get(flag) for key, flag in needed.items()}
+    fields = {key: values.get(flag) for key, flag in contract.variant_fields.items()}
     if any(value is None for value in fields.values()):
         return None
     present = set()
@@ -448,7 +445,7 @@ def _gpus(path: str, service: Service, replica: Replica, contract: Contract) -> 
                 f"{service.name} GPUs are {got}; the contract gives {replica.name} {want}",
             )
     yield from _gpu_island(path, service, ids, contract)
-    yield from _gpu_tp(path, service, got, where)
+    yield from _gpu_tp(path, service, got, where, contract.variant_fields.get("tp"))
 
 
 def _gpu_devices(path: str, service: Service) -> Iterator[Finding]:
@@ -487,11 +484,13 @@ def _gpu_island(path: str, service: Service, ids: Sequence[Token], contract: Con
             break
 
 
-def _gpu_tp(path: str, service: Service, got: Sequence[str], where: Pos) -> Iterator[Finding]:
-    """As many GPUs as --tp-size: one rank a GPU."""
-    tp = next((flag.value for flag in service.flags() if flag.flag == "--tp-size"), None)
+def _gpu_tp(
+    path: str, service: Service, got: Sequence[str], where: Pos, tp_flag: str | None
+) -> Iterator[Finding]:
+    """As many GPUs as the tensor-parallel size (the contract's `tp` field): one rank a GPU."""
+    tp = next((flag.value for flag in service.flags() if flag.flag == tp_flag), None)
     if tp is not None and tp.isdigit() and int(tp) != len(got):
-        yield error(path, where, ID, f"{service.name} reserves {len(got)} GPUs but runs --tp-size {tp}")
+        yield error(path, where, ID, f"{service.name} reserves {len(got)} GPUs but runs {tp_flag} {tp}")
 
 
 def _gpu_overlap(path: str, engines: Sequence[tuple[Replica, Service]]) -> Iterator[Finding]:

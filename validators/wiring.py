@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tierops import units
+from tierops import layout, units
 from tierops.argv import ENGINE_DEFAULT_LISTEN
 from tierops.errors import InputError
 from tierops.yamlload import LoadError, YList, YMap, load_path
@@ -242,7 +242,7 @@ class Graph:
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
-    wiring = load_wiring()
+    wiring = load_wiring(layout.contracts_dir() / WIRING.name)
     engines = engine_services(compose, ctx)
     prefix = str(ctx.contract.telemetry["label_prefix"]) if ctx.contract is not None else None
     graph = Graph(compose, wiring, engines, prefix, claimed=ctx.contract is not None)
