@@ -51,7 +51,7 @@ def _tool_env(**extra: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in GIT_ENV.items()
-        if key not in {"TIEROPS_FLEET", "PYTHONPATH", "PYTHONHOME"} and not key.startswith(("LC_", "PIP_"))
+        if key not in {"TIEROPS_FLEET", "PYTHONPATH", "PYTHONHOME"} and not key.startswith("LC_")
     }
     env.pop("LANG", None)
     return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", **extra}
