@@ -1,11 +1,12 @@
 """`pip install .` gives the console commands, and they behave as their `python -m` forms.
 
-The README's second set-up line, for real, once per test module: a fresh venv, the
-`install` lock hash-checked (pip reads its cache, else PyPI), then `pip install --no-deps
+Once per test module, the install another repository gets: a fresh venv, the `install`
+lock hash-checked (pip reads its cache, else PyPI), then `pip install --no-deps
 --no-build-isolation` of a copy of the working tree's packages (never the checkout
-itself: setuptools writes build/ and *.egg-info/ next to the sources). The commands then
-run from outside the checkout with no TIEROPS_FLEET, so the fleet is the directory they
-run in (tierops/layout.py), here copies of the fixture fleet.
+itself: setuptools writes build/ and *.egg-info/ next to the sources). The commands run
+from outside the checkout with no TIEROPS_FLEET, so the fleet is the directory they run
+in (tierops/layout.py), here copies of the fixture fleet. The README's own line, the
+editable install (`-e .`), gets a test of its own.
 """
 
 from __future__ import annotations
@@ -83,6 +84,43 @@ def venv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
         proc = subprocess.run(argv, cwd=base, env=env, capture_output=True, text=True, check=False)
         assert proc.returncode == 0, f"{' '.join(argv)}:\n{proc.stdout}\n{proc.stderr}"
     return venv / "bin"
+
+
+def test_the_readme_s_editable_install_runs_the_checkout_s_code(venv_bin: Path, tmp_path: Path) -> None:
+    """The README's line (`-e .`) in a venv of its own, pip lent by the other venv."""
+    checkout = tmp_path / "checkout"
+    _copy_sources(checkout)
+    venv = tmp_path / "venv"
+    env = _tool_env()
+    pip = [str(venv_bin / "python"), "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q"]
+    for argv in (
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)],
+        [*pip, "--require-hashes", "-r", str(ROOT / "ci" / "lock" / "install.txt")],
+        [*pip, "--no-deps", "--no-build-isolation", "-e", str(checkout)],
+    ):
+        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, f"{' '.join(argv)}:\n{proc.stdout}\n{proc.stderr}"
+    assert not list(checkout.glob("*.egg-info")) and not (checkout / "build").exists()
+    fleet = tmp_path / "fleet"
+    shutil.copytree(FLEET, fleet)
+    validate = str(venv / "bin" / "tierops-validate")
+    # The checkout's code (an edit shows at once), reading the fleet it runs in...
+    (checkout / "validators" / "formats.py").write_text(
+        (checkout / "validators" / "formats.py")
+        .read_text(encoding="utf-8")
+        .replace("{noun} checked: ", "{noun} checked (edited): "),
+        encoding="utf-8",
+    )
+    proc = _run([validate], fleet)
+    assert (proc.returncode, proc.stdout.splitlines()[-1]) == (
+        ExitCode.OK,
+        "3 files checked (edited): 0 errors, 0 warnings",
+    )
+    # ... unless the checkout holds prod/: then it is the fleet, wherever it runs.
+    (checkout / "prod").mkdir()
+    proc = _run([validate], fleet)
+    assert proc.returncode == ExitCode.USAGE
+    assert proc.stderr.strip() == "no files to check: prod/*.yaml matched nothing; name files"
 
 
 def _run(command: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
