@@ -173,7 +173,8 @@ def test_every_package_of_the_code_is_packaged() -> None:
         for package in PACKAGES
         for init in (ROOT / package).rglob("__init__.py")
     }
-    assert packaged == found
+    # validators/contracts/ holds data only (the shipped contracts, the DCGM catalogue)
+    assert packaged == found | {"validators.contracts"}
 
 
 def _launch_call(tree: ast.AST) -> str:
