@@ -3,10 +3,11 @@
 The fleet is what the tool works on: the stacks (`generators/*.source.yaml` and
 `generators/*.targets.yaml`), the contracts (`validators/contracts/`), the files they
 produce (`prod/`) and the dummy values the compose stage renders them with
-(`ci/dummy.env`). By default that tree is this repository. `TIEROPS_FLEET` names another
-tree with the same layout: the tool's own tests point it at their fixture fleet
-(`tests/fixtures/fleet/`), so a change to the real fleet never needs a test edit, and
-`nox -s check` is what judges the real one.
+(`ci/dummy.env`). By default that tree is this repository when the code runs from it,
+and the current directory when the code is an installed package (`fleet_root`).
+`TIEROPS_FLEET` names another tree with the same layout: the tool's own tests point it at
+their fixture fleet (`tests/fixtures/fleet/`), so a change to the real fleet never needs
+a test edit, and `nox -s check` is what judges the real one.
 """
 
 from __future__ import annotations
@@ -19,9 +20,27 @@ FLEET_ENV = "TIEROPS_FLEET"
 
 
 def fleet_root() -> Path:
-    """The fleet's tree: `$TIEROPS_FLEET` when set, else this repository."""
+    """The fleet's tree, the first of:
+
+    1. `$TIEROPS_FLEET` when set and not empty, resolved against the current directory;
+       taken as it is, so a part it lacks is that command's own error, never another
+       tree's data;
+    2. the code's root (the directory above `tierops/`) when it holds a `prod/`
+       directory: the repository running its own code (`python -m ...` in a checkout,
+       or an editable install of it);
+    3. the current directory otherwise: an installed package's code root is
+       site-packages, which holds no fleet, so a console command (`tierops-validate`, a
+       pre-commit hook) reads the fleet where it is run, normally a repository's top
+       (pre-commit runs hooks there).
+
+    Read at every call: a command that changes directory or the variable sees the change.
+    """
     named = os.environ.get(FLEET_ENV, "")
-    return Path(named).resolve() if named else CODE_ROOT
+    if named:
+        return Path(named).resolve()
+    if (CODE_ROOT / "prod").is_dir():
+        return CODE_ROOT
+    return Path.cwd()
 
 
 def prod_dir() -> Path:
@@ -34,7 +53,20 @@ def stacks_dir() -> Path:
 
 
 def contracts_dir() -> Path:
-    return fleet_root() / "validators" / "contracts"
+    """The fleet's `validators/contracts/`. A fleet found by default (no `$TIEROPS_FLEET`)
+    without that directory gets the contracts shipped with the code instead, so that the
+    validators' generic checks still run in a compose repository of another layout (a
+    pre-commit hook's); a named fleet gets its own or the error."""
+    own = fleet_root() / "validators" / "contracts"
+    if own.is_dir() or os.environ.get(FLEET_ENV, ""):
+        return own
+    return CODE_ROOT / "validators" / "contracts"
+
+
+def build_dir() -> Path:
+    """Where a run leaves its outputs (`build/rendered/`): the code's root in a checkout,
+    as before, and the fleet's root for an installed package, never site-packages."""
+    return CODE_ROOT / "build" if (CODE_ROOT / "prod").is_dir() else fleet_root() / "build"
 
 
 def dummy_env() -> Path:

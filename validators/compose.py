@@ -34,7 +34,6 @@ from tierops.atomic import write_bytes_atomic
 from tierops.cli import guarded, parse
 from tierops.composebin import (
     DUMMY_ENV,
-    ROOT,
     ComposeBinary,
     ComposeRefused,
     ComposeUnavailable,
@@ -56,7 +55,7 @@ from validators.interpolation import (
 )
 
 PROD_DIR = layout.prod_dir()
-RENDERED_DIR = ROOT / "build" / "rendered"
+RENDERED_DIR = layout.build_dir() / "rendered"
 RULE_RENDER = "compose-config"
 
 DESCRIPTION = """\
