@@ -169,12 +169,6 @@ def test_validate_fails_on_an_image_without_a_digest(hooks: Hooks, tmp_path: Pat
     assert UNPINNED_FINDING in proc.stdout.splitlines()
 
 
-@pytest.mark.xfail(
-    reason="validators still judge a file no contract claims by the fleet's contract (`no contract for "
-    "'compose'`, and the DCGM and collector checks); the change that gives such files only the "
-    "generic checks is being made on main: this test passes once it lands, and then loses this mark",
-    strict=True,
-)
 def test_validate_gives_an_unclaimed_file_only_the_generic_checks(hooks: Hooks, tmp_path: Path) -> None:
     pinned = hooks.repo(tmp_path / "pinned", {"compose.yaml": PINNED})
     passed = hooks.run(pinned, "tierops-validate")
