@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import secrets
+import shutil
+import signal
 import ssl
 import tempfile
 import time
@@ -346,7 +349,12 @@ class Rehearsal:
             return "no engine"
         name = next(iter(self.stack.engines))
         before = self.containers()[name]
-        self.docker.call(["kill", "-s", "KILL", before["Id"]])
+        # A crash, not `docker kill`: the daemon counts a kill as a manual stop and
+        # never restarts it, so the container's main process gets SIGKILL from the host.
+        try:
+            os.kill(int(before["State"]["Pid"]), signal.SIGKILL)
+        except (OSError, ValueError) as error:
+            raise ProbeFailed("restart", f"cannot kill {name}'s process from here ({error}): is the daemon remote?") from None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             time.sleep(0.5)
@@ -387,6 +395,7 @@ class Rehearsal:
             return
         if self.override is not None:
             self.compose("down", "-v", "--remove-orphans", "--timeout", "2", timeout=300)
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 def _flags(argv: list[str]) -> list[tuple[str, Any]]:
