@@ -87,15 +87,9 @@ def _digest(*parts: str | bytes) -> str:
 
 
 def suite() -> str:
-    """The host's Debian release: the image gets the same packages apt would install here."""
-    try:
-        text = Path("/etc/os-release").read_text(encoding="utf-8")
-    except OSError:
-        return "bookworm"
-    for line in text.splitlines():
-        if line.startswith("VERSION_CODENAME="):
-            return line.split("=", 1)[1].strip().strip('"') or "bookworm"
-    return "bookworm"
+    """The Debian release the image is made of. Not the host's: the front doors' nginx
+    configs use directives of nginx 1.25+ (`http2 on;`), which bookworm's 1.22 refuses."""
+    return os.environ.get("TIEROPS_REHEARSE_SUITE", "trixie")
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,6 +188,23 @@ def _host_paths(
     return volumes
 
 
+def _ulimits(wanted: dict[str, Any]) -> dict[str, int]:
+    """The file's ulimits that exceed this machine's hard limits, clamped to them: the
+    daemon refuses to start a container asking for more (a prod host raises its own)."""
+    clamped = {}
+    for key, value in wanted.items():
+        resource_id = getattr(resource, f"RLIMIT_{key.upper()}", None)
+        if resource_id is None:
+            continue
+        hard = resource.getrlimit(resource_id)[1]
+        asked = [value] if not isinstance(value, dict) else [value.get("soft", -1), value.get("hard", -1)]
+        if hard == resource.RLIM_INFINITY:
+            continue
+        if any(int(limit) < 0 or int(limit) > hard for limit in asked):
+            clamped[key] = hard
+    return clamped
+
+
 def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Override:
     """The override's text and its changes; host-path stand-ins are created under `work`."""
     changes: list[Change] = []
@@ -203,6 +221,13 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
         if devices:
             fields["deploy"] = {"resources": {"reservations": {"devices": Tagged("!reset", [])}}}
             changes.append(Change(name, "GPU reservation removed", "no GPUs here"))
+        ulimits = _ulimits(spec.get("ulimits") or {})
+        if ulimits:
+            fields["ulimits"] = ulimits
+            for key, value in ulimits.items():
+                changes.append(
+                    Change(name, f"ulimit {key} {spec['ulimits'][key]} -> {value}", "above this machine's hard limit")
+                )
         volumes = _host_paths(stack, name, spec, work, changes)
         if volumes:
             fields["volumes"] = volumes

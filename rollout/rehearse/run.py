@@ -254,7 +254,9 @@ class Rehearsal:
             connection.close()
 
     def _scheme(self, port: int) -> str | None:
-        for scheme in ("http", "https"):
+        # TLS first: nginx answers plain HTTP on its TLS port too (with a 400), while a
+        # handshake with a plain port fails at once.
+        for scheme in ("https", "http"):
             try:
                 self._request(scheme, port, "/")
                 return scheme
@@ -359,6 +361,8 @@ class Rehearsal:
         while time.monotonic() < deadline:
             time.sleep(0.5)
             now = self.containers().get(name)
+            if now and now["State"]["Status"] == "exited" and str(self.stack.services[name].get("restart") or "no") == "no":
+                raise ProbeFailed("restart", f"{name} stays down after a crash: its restart policy is \"no\"", [name])
             if now and now["State"]["Running"] and now["State"]["StartedAt"] != before["State"]["StartedAt"]:
                 try:
                     with urllib.request.urlopen(self._engine_url(name) + "/health", timeout=3):  # noqa: S310
@@ -391,6 +395,8 @@ class Rehearsal:
 
     def cleanup(self) -> None:
         if self.keep:
+            # The stop probe stopped them: the operator asked for a stack to look at.
+            self.compose("start", timeout=300)
             self.say(f"  kept: project {self.project} (docker compose -p {self.project} -f {self.file} -f {self.override} down -v)")
             return
         if self.override is not None:
