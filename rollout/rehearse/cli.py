@@ -47,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("files", nargs="*", type=Path, metavar="FILE", help="compose files (default: prod/*.yaml)")
+    parser.add_argument(
+        "files", nargs="*", type=Path, metavar="FILE", help="compose files (default: prod/*.yaml)"
+    )
     parser.add_argument("--keep", action="store_true", help="leave each stack running after its probes")
     parser.add_argument(
         "--env-file",
@@ -68,8 +70,8 @@ def read_env(path: Path) -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise UsageError(f"cannot read the env file: {error.strerror}", where=str(path)) from None
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.partition("=")
@@ -108,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
     for file in files:
         say(f"rehearse: {file}")
         started = time.monotonic()
-        result = Rehearsal(docker, file.resolve(), values, built.tags, say, timeout=args.timeout, keep=args.keep).run()
+        result = Rehearsal(
+            docker, file.resolve(), values, built.tags, say, timeout=args.timeout, keep=args.keep
+        ).run()
         verdict = "ok" if result.failed is None else f"FAILED at {result.failed}"
         say(f"rehearse: {file}: {verdict} in {time.monotonic() - started:.1f} s")
         if result.failed is not None:

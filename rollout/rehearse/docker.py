@@ -102,14 +102,16 @@ def ensure_daemon(log_dir: Path) -> None:
     log = log_dir / "dockerd.log"
     print(f"rehearse: starting dockerd (log: {log}); it keeps running after the rehearsal", flush=True)
     with log.open("ab") as sink:
-        subprocess.Popen(["dockerd"], stdout=sink, stderr=sink, start_new_session=True)  # noqa: S607
+        subprocess.Popen(["dockerd"], stdout=sink, stderr=sink, start_new_session=True)
     deadline = time.monotonic() + DAEMON_START_S
     while time.monotonic() < deadline:
         answers, why = _info()
         if answers:
             return
         time.sleep(1)
-    raise NoDocker(f"dockerd started but `docker info` still fails after {DAEMON_START_S:.0f} s: {why} (see {log})")
+    raise NoDocker(
+        f"dockerd started but `docker info` still fails after {DAEMON_START_S:.0f} s: {why} (see {log})"
+    )
 
 
 _config: list[Path] = []

@@ -120,7 +120,9 @@ def _rootfs(docker: Docker, say: Callable[[str], None]) -> tuple[str, bool]:
             raise NoDocker(f"apt-get install debootstrap failed: {last_line(proc.stderr)}")
     if os.geteuid() != 0:
         raise NoDocker("building the rehearsal image's root filesystem (debootstrap) needs root")
-    say(f"building {tag}: debootstrap {release} from {MIRROR} with {', '.join(PACKAGES)} (once; cached by tag)")
+    say(
+        f"building {tag}: debootstrap {release} from {MIRROR} with {', '.join(PACKAGES)} (once; cached by tag)"
+    )
     with tempfile.TemporaryDirectory(prefix="tierops-rehearse-rootfs-", dir="/var/tmp") as tmp:
         root = Path(tmp) / "rootfs"
         proc = subprocess.run(
@@ -128,7 +130,9 @@ def _rootfs(docker: Docker, say: Callable[[str], None]) -> tuple[str, bool]:
             capture_output=True, text=True, timeout=1800, check=False,
         )  # fmt: skip
         if proc.returncode != 0:
-            raise TieropsError(f"debootstrap {release} {MIRROR} failed: {last_line(proc.stdout + proc.stderr)}")
+            raise TieropsError(
+                f"debootstrap {release} {MIRROR} failed: {last_line(proc.stdout + proc.stderr)}"
+            )
         for waste in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man"):
             shutil.rmtree(root / waste, ignore_errors=True)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)

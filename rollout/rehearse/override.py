@@ -180,7 +180,7 @@ def _host_paths(
         why = "a host path of the prod machine; an empty directory here"
         if len(inside) >= 2 and _self_signed(local, inside[0], inside[1]):
             why = f"a host path of the prod machine; here a self-signed {inside[0]} and {inside[1]}"
-        entry = {"type": "bind", "source": str(local), "target": target}
+        entry: dict[str, Any] = {"type": "bind", "source": str(local), "target": target}
         if volume.get("read_only"):
             entry["read_only"] = True
         volumes.append(entry)
@@ -217,7 +217,9 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
         fields["image"] = tags[role]
         fields["pull_policy"] = "never"
         changes.append(Change(name, f"image {spec.get('image')} -> {tags[role]}", why))
-        devices = (((spec.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get("devices")
+        devices = (((spec.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get(
+            "devices"
+        )
         if devices:
             fields["deploy"] = {"resources": {"reservations": {"devices": Tagged("!reset", [])}}}
             changes.append(Change(name, "GPU reservation removed", "no GPUs here"))
@@ -226,7 +228,11 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
             fields["ulimits"] = ulimits
             for key, value in ulimits.items():
                 changes.append(
-                    Change(name, f"ulimit {key} {spec['ulimits'][key]} -> {value}", "above this machine's hard limit")
+                    Change(
+                        name,
+                        f"ulimit {key} {spec['ulimits'][key]} -> {value}",
+                        "above this machine's hard limit",
+                    )
                 )
         volumes = _host_paths(stack, name, spec, work, changes)
         if volumes:
@@ -235,13 +241,21 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
             ports = [f"127.0.0.1::{port['target']}" for port in spec["ports"]]
             fields["ports"] = Tagged("!override", ports)
             changes.append(
-                Change(name, f"ports -> {', '.join(ports)}", "the host's own ports may be taken: random ones on 127.0.0.1")
+                Change(
+                    name,
+                    f"ports -> {', '.join(ports)}",
+                    "the host's own ports may be taken: random ones on 127.0.0.1",
+                )
             )
         if spec.get("container_name"):
             fields["container_name"] = f"{project}-{name}"
             original = spec["container_name"]
             changes.append(
-                Change(name, f"container_name {original} -> {project}-{name}", "fixed names collide on a shared daemon")
+                Change(
+                    name,
+                    f"container_name {original} -> {project}-{name}",
+                    "fixed names collide on a shared daemon",
+                )
             )
             if original != name:
                 fields["networks"] = {net: {"aliases": [original]} for net in (spec.get("networks") or {})}
@@ -251,7 +265,11 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
                 environment[key] = f"http://{GATEWAY}:{GATEWAY_PORT}"
                 gateway_networks.update(spec.get("networks") or {})
                 changes.append(
-                    Change(name, f"{key} -> {environment[key]}", "an outside service: a stand-in that accepts any call")
+                    Change(
+                        name,
+                        f"{key} -> {environment[key]}",
+                        "an outside service: a stand-in that accepts any call",
+                    )
                 )
         if environment:
             fields["environment"] = environment
@@ -263,5 +281,7 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
         lines.append("    pull_policy: never")
         lines.append("    init: true")
         lines.append(f"    networks: {flow(sorted(gateway_networks))}")
-        changes.append(Change(GATEWAY, "service added", "stands in for the outside gateway the file announces to"))
+        changes.append(
+            Change(GATEWAY, "service added", "stands in for the outside gateway the file announces to")
+        )
     return Override("\n".join(lines) + "\n", changes, bool(gateway_networks))

@@ -55,7 +55,9 @@ def duration(text: Any, default: float) -> float:
     total, found = 0.0, False
     for number, unit in re.findall(r"([\d.]+)(ms|us|µs|ns|h|m|s)", str(text)):
         found = True
-        total += float(number) * {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}[unit]
+        total += (
+            float(number) * {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}[unit]
+        )
     return total if found else default
 
 
@@ -99,14 +101,18 @@ class Rehearsal:
         if not ids:
             return {}
         found: list[dict[str, Any]] = json.loads(self.docker.call(["inspect", *ids]).stdout or "[]")
-        return {item["Config"]["Labels"].get("com.docker.compose.service", item["Name"]): item for item in found}
+        return {
+            item["Config"]["Labels"].get("com.docker.compose.service", item["Name"]): item for item in found
+        }
 
     def logs(self, services: list[str]) -> str:
         parts = []
         running = self.containers()
         for service in services:
             if service in running:
-                proc = self.docker.call(["logs", "--tail", str(LOG_LINES), running[service]["Id"]], timeout=30)
+                proc = self.docker.call(
+                    ["logs", "--tail", str(LOG_LINES), running[service]["Id"]], timeout=30
+                )
                 text = (proc.stdout + proc.stderr).rstrip() or "(no output)"
                 parts.append(f"--- last {LOG_LINES} log lines of {service} ---\n{text}")
         return "\n".join(parts)
@@ -179,7 +185,10 @@ class Rehearsal:
             check = spec.get("healthcheck") or {}
             if check and not check.get("disable"):
                 interval = duration(check.get("interval"), 30)
-                longest = max(longest, interval * (duration(check.get("retries"), 3) + 1) + duration(check.get("timeout"), 30))
+                longest = max(
+                    longest,
+                    interval * (duration(check.get("retries"), 3) + 1) + duration(check.get("timeout"), 30),
+                )
         return min(longest + 30, 600)
 
     def probe_healthy(self) -> str:
@@ -205,7 +214,9 @@ class Rehearsal:
                     if str(spec.get("restart") or "no") == "no":
                         raise ProbeFailed("healthy", f"{name} exited with {state['ExitCode']}", [name])
                 if item.get("RestartCount", 0) >= 2:
-                    raise ProbeFailed("healthy", f"{name} keeps restarting ({item['RestartCount']} restarts)", [name])
+                    raise ProbeFailed(
+                        "healthy", f"{name} keeps restarting ({item['RestartCount']} restarts)", [name]
+                    )
                 if state["Status"] != "running" or health not in (None, "healthy"):
                     waiting.append(name)
             if not waiting:
@@ -238,7 +249,10 @@ class Rehearsal:
         connection: http.client.HTTPConnection
         if scheme == "https":
             connection = http.client.HTTPSConnection(
-                "127.0.0.1", port, timeout=15, context=ssl._create_unverified_context()  # noqa: S323 (our own self-signed certificate)
+                "127.0.0.1",
+                port,
+                timeout=15,
+                context=ssl._create_unverified_context(),
             )
         else:
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
@@ -247,7 +261,9 @@ class Rehearsal:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         try:
-            connection.request("POST" if body is not None else "GET", path, json.dumps(body) if body else None, headers)
+            connection.request(
+                "POST" if body is not None else "GET", path, json.dumps(body) if body else None, headers
+            )
             answer = connection.getresponse()
             return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
         finally:
@@ -280,12 +296,20 @@ class Rehearsal:
             for target, port in self._published(door):
                 scheme = self._scheme(port)
                 if scheme is None:
-                    raise ProbeFailed("front-door", f"{door}: published port {target} answers neither HTTP nor HTTPS", [door])
+                    raise ProbeFailed(
+                        "front-door",
+                        f"{door}: published port {target} answers neither HTTP nor HTTPS",
+                        [door],
+                    )
                 if not self.stack.engines:
                     notes.append(f"{door}:{target} answers {scheme}")
                     continue
                 seen: set[str] = set()
-                body = {"model": "rehearse", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 4}
+                body = {
+                    "model": "rehearse",
+                    "messages": [{"role": "user", "content": "ping"}],
+                    "max_tokens": 4,
+                }
                 for _ in range(3 * len(self.stack.engines)):
                     status, headers, data = self._request(scheme, port, "/v1/chat/completions", body)
                     if status != 200:
@@ -295,14 +319,20 @@ class Rehearsal:
                             [door, *self.stack.proxies],
                         )
                     seen.add(identities.get(headers.get("x-rehearse-engine", ""), "?"))
-                status, headers, data = self._request(scheme, port, "/v1/chat/completions", {**body, "stream": True})
+                status, headers, data = self._request(
+                    scheme, port, "/v1/chat/completions", {**body, "stream": True}
+                )
                 if status != 200 or b"data: [DONE]" not in data:
                     raise ProbeFailed(
-                        "front-door", f"{door}:{target} ({scheme}): a streamed completion did not finish ({status})", [door]
+                        "front-door",
+                        f"{door}:{target} ({scheme}): a streamed completion did not finish ({status})",
+                        [door],
                     )
                 status, _, data = self._request(scheme, port, "/v1/models")
                 if status != 200 or b'"data"' not in data:
-                    raise ProbeFailed("front-door", f"{door}:{target} ({scheme}): /v1/models answered {status}", [door])
+                    raise ProbeFailed(
+                        "front-door", f"{door}:{target} ({scheme}): /v1/models answered {status}", [door]
+                    )
                 missing = sorted(set(self.stack.engines) - seen)
                 if missing:
                     raise ProbeFailed(
@@ -333,7 +363,7 @@ class Rehearsal:
         for name in self.stack.engines:
             url = self._engine_url(name) + "/get_server_info"
             try:
-                with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 (a container's address)
+                with urllib.request.urlopen(url, timeout=10) as answer:
                     info = json.loads(answer.read())
             except (OSError, ValueError) as error:
                 raise ProbeFailed("server-info", f"{name}: {url}: {error}", [name]) from None
@@ -341,7 +371,9 @@ class Rehearsal:
                 got = info.get(flag[2:].replace("-", "_"))
                 if str(got) != str(value) and not (value is True and got is True):
                     raise ProbeFailed(
-                        "server-info", f"{name}: {flag} is {got!r} in the server, {value!r} in the file", [name]
+                        "server-info",
+                        f"{name}: {flag} is {got!r} in the server, {value!r} in the file",
+                        [name],
                     )
         return f"{len(self.stack.engines)} engine(s) match their argv"
 
@@ -356,21 +388,31 @@ class Rehearsal:
         try:
             os.kill(int(before["State"]["Pid"]), signal.SIGKILL)
         except (OSError, ValueError) as error:
-            raise ProbeFailed("restart", f"cannot kill {name}'s process from here ({error}): is the daemon remote?") from None
+            raise ProbeFailed(
+                "restart", f"cannot kill {name}'s process from here ({error}): is the daemon remote?"
+            ) from None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             time.sleep(0.5)
             now = self.containers().get(name)
-            if now and now["State"]["Status"] == "exited" and str(self.stack.services[name].get("restart") or "no") == "no":
-                raise ProbeFailed("restart", f"{name} stays down after a crash: its restart policy is \"no\"", [name])
+            if (
+                now
+                and now["State"]["Status"] == "exited"
+                and str(self.stack.services[name].get("restart") or "no") == "no"
+            ):
+                raise ProbeFailed(
+                    "restart", f'{name} stays down after a crash: its restart policy is "no"', [name]
+                )
             if now and now["State"]["Running"] and now["State"]["StartedAt"] != before["State"]["StartedAt"]:
                 try:
-                    with urllib.request.urlopen(self._engine_url(name) + "/health", timeout=3):  # noqa: S310
+                    with urllib.request.urlopen(self._engine_url(name) + "/health", timeout=3):
                         return f"{name} killed, back in {60 - (deadline - time.monotonic()):.1f} s"
                 except OSError:
                     continue
         policy = self.stack.services[name].get("restart") or "no"
-        raise ProbeFailed("restart", f"{name} (restart: {policy}) did not come back within 60 s of a SIGKILL", [name])
+        raise ProbeFailed(
+            "restart", f"{name} (restart: {policy}) did not come back within 60 s of a SIGKILL", [name]
+        )
 
     def probe_stop(self) -> str:
         assert self.stack is not None
@@ -390,14 +432,18 @@ class Rehearsal:
                 init = "with" if spec.get("init") else "without"
                 slow.append(f"{name} (ignored SIGTERM, killed after its {grace:g} s grace; {init} init)")
         if slow:
-            raise ProbeFailed("stop", f"stop took {took:.1f} s: {'; '.join(slow)}", [s.split(" ", 1)[0] for s in slow])
+            raise ProbeFailed(
+                "stop", f"stop took {took:.1f} s: {'; '.join(slow)}", [s.split(" ", 1)[0] for s in slow]
+            )
         return f"{len(running)} containers stopped on SIGTERM in {took:.1f} s"
 
     def cleanup(self) -> None:
         if self.keep:
             # The stop probe stopped them: the operator asked for a stack to look at.
             self.compose("start", timeout=300)
-            self.say(f"  kept: project {self.project} (docker compose -p {self.project} -f {self.file} -f {self.override} down -v)")
+            self.say(
+                f"  kept: project {self.project} (docker compose -p {self.project} -f {self.file} -f {self.override} down -v)"
+            )
             return
         if self.override is not None:
             self.compose("down", "-v", "--remove-orphans", "--timeout", "2", timeout=300)

@@ -28,7 +28,7 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 ENGINE_PROGRAMS = ("sglang", "vllm")
 IDENTITY = socket.gethostname()
@@ -64,7 +64,7 @@ def engine_args(argv: list[str]) -> tuple[str, list[str]]:
     """The engine's kind and the argv after its program and subcommand (`sglang serve`,
     `vllm serve`, `python3 -m sglang.launch_server`)."""
     for index, token in enumerate(argv):
-        base = os.path.basename(token)
+        base = token.rsplit("/", 1)[-1]
         for kind in ENGINE_PROGRAMS:
             if base == kind or base.startswith(kind + "."):
                 rest = argv[index + 1 :]
@@ -79,16 +79,21 @@ def exit_on_term() -> None:
 
 
 class EngineHandler(BaseHTTPRequestHandler):
-    server_args: dict[str, Any] = {}
+    server_args: ClassVar[dict[str, Any]] = {}
     kind = "sglang"
     requests_served = 0
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's name)
+    def log_message(self, format: str, *args: Any) -> None:
         sys.stderr.write(f"engine {self.command} {self.path}\n")
 
     def model(self) -> str:
-        return str(self.server_args.get("served_model_name") or self.server_args.get("model_path") or self.server_args.get("model") or "model")
+        return str(
+            self.server_args.get("served_model_name")
+            or self.server_args.get("model_path")
+            or self.server_args.get("model")
+            or "model"
+        )
 
     def reply(self, code: int, body: bytes, content_type: str = "application/json") -> None:
         self.send_response(code)
@@ -103,10 +108,15 @@ class EngineHandler(BaseHTTPRequestHandler):
         if path in ("/health", "/health_generate", "/ping"):
             self.reply(200, b"")
         elif path == "/v1/models":
-            data = {"object": "list", "data": [{"id": self.model(), "object": "model", "owned_by": self.kind}]}
+            data = {
+                "object": "list",
+                "data": [{"id": self.model(), "object": "model", "owned_by": self.kind}],
+            }
             self.reply(200, json.dumps(data).encode())
         elif path == "/get_server_info":
-            self.reply(200, json.dumps({**self.server_args, "engine": self.kind, "identity": IDENTITY}).encode())
+            self.reply(
+                200, json.dumps({**self.server_args, "engine": self.kind, "identity": IDENTITY}).encode()
+            )
         elif path == "/metrics":
             prefix = "sglang" if self.kind == "sglang" else "vllm"
             text = (
@@ -158,7 +168,9 @@ class EngineHandler(BaseHTTPRequestHandler):
             "created": created,
             "model": self.model(),
             "system_fingerprint": IDENTITY,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 4, "total_tokens": 5},
         }
         self.reply(200, json.dumps(data).encode())
@@ -176,12 +188,12 @@ def serve_engine(argv: list[str]) -> None:
 
 
 class ProxyHandler(BaseHTTPRequestHandler):
-    backends: list[str] = []
+    backends: ClassVar[list[str]] = []
     token = ""
     turn = itertools.count()
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         sys.stderr.write(f"proxy {self.command} {self.path}\n")
 
     def reply(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
@@ -221,7 +233,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
         try:
             with urllib.request.urlopen(request, timeout=30) as answer:
                 payload = answer.read()
-                headers = {k: v for k, v in answer.getheaders() if k.lower() in ("content-type", "x-rehearse-engine")}
+                headers = {
+                    k: v for k, v in answer.getheaders() if k.lower() in ("content-type", "x-rehearse-engine")
+                }
                 self.reply(answer.status, payload, headers)
         except urllib.error.HTTPError as error:
             self.reply(error.code, error.read())
@@ -237,7 +251,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
 
 def serve_proxy() -> None:
-    ProxyHandler.backends = [url.strip().rstrip("/") for url in os.environ.get("VLLM_BACKEND_URLS", "").split(",") if url.strip()]
+    ProxyHandler.backends = [
+        url.strip().rstrip("/") for url in os.environ.get("VLLM_BACKEND_URLS", "").split(",") if url.strip()
+    ]
     ProxyHandler.token = os.environ.get("PROXY_API_TOKEN", "")
     host, _, port = os.environ.get("LISTEN_ADDR", "0.0.0.0:8000").rpartition(":")
     sys.stderr.write(f"stand-in proxy on {host}:{port} to {ProxyHandler.backends}\n")
@@ -247,7 +263,7 @@ def serve_proxy() -> None:
 class GatewayHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         sys.stderr.write(f"gateway {self.command} {self.path}\n")
 
     def answer(self) -> None:

@@ -69,7 +69,9 @@ def test_a_front_door_pointed_at_the_wrong_port_fails_the_front_door_probe(
     assert code == 1, out
     assert re.search(r"FAIL front-door: door:8000 \(http\) answered 502", out), out
     assert "--- last 20 log lines of door ---" in out
-    assert re.search(r"connect\(\) failed .*upstream: \"http://[\d.]+:8001/", out), out  # nginx says where it tried
+    assert re.search(r"connect\(\) failed .*upstream: \"http://[\d.]+:8001/", out), (
+        out
+    )  # nginx says where it tried
     assert leftovers(project_of(out)) == []
 
 
@@ -81,7 +83,9 @@ def test_a_healthcheck_that_cannot_pass_fails_the_healthy_probe(capsys: pytest.C
     assert leftovers(project_of(out)) == []
 
 
-def test_an_engine_that_is_never_restarted_fails_the_restart_probe(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_engine_that_is_never_restarted_fails_the_restart_probe(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out = rehearse(capsys, str(FIXTURES / "no-restart.yaml"))
     assert code == 1, out
     assert 'FAIL restart: engine-a stays down after a crash: its restart policy is "no"' in out
@@ -91,12 +95,15 @@ def test_a_pid_1_that_ignores_sigterm_fails_the_stop_probe(capsys: pytest.Captur
     code, out = rehearse(capsys, str(FIXTURES / "ignores-sigterm.yaml"))
     assert code == 1, out
     assert re.search(
-        r"FAIL stop: stop took [\d.]+ s: announcer \(ignored SIGTERM, killed after its 2 s grace; without init\)", out
+        r"FAIL stop: stop took [\d.]+ s: announcer \(ignored SIGTERM, killed after its 2 s grace; without init\)",
+        out,
     ), out
     assert "engine-a (" not in out.split("FAIL stop", 1)[1].split("\n", 1)[0]
 
 
-def test_keep_leaves_the_stack_running_and_says_how_to_take_it_down(capsys: pytest.CaptureFixture[str]) -> None:
+def test_keep_leaves_the_stack_running_and_says_how_to_take_it_down(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out = rehearse(capsys, "--keep", str(FIXTURES / "good.yaml"))
     project = project_of(out)
     try:
@@ -107,7 +114,9 @@ def test_keep_leaves_the_stack_running_and_says_how_to_take_it_down(capsys: pyte
         subprocess.run(
             ["docker", "rm", "-f", *leftovers(project)], capture_output=True, check=False, timeout=120
         )
-        subprocess.run(["docker", "network", "rm", f"{project}_inner"], capture_output=True, check=False, timeout=60)
+        subprocess.run(
+            ["docker", "network", "rm", f"{project}_inner"], capture_output=True, check=False, timeout=60
+        )
 
 
 def test_sigterm_mid_rehearsal_takes_the_stack_down_and_exits_143() -> None:
