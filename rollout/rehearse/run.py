@@ -83,12 +83,23 @@ class Rehearsal:
     work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="tierops-rehearse-")))
     stack: Stack | None = None
     override: Path | None = None
+    profiles: list[str] = field(default_factory=list)
 
     # --- docker compose --------------------------------------------------------------
     def compose(self, *args: str, timeout: float = 600) -> tuple[int, str]:
         files = ["-f", str(self.file)] + (["-f", str(self.override)] if self.override else [])
+        profiles = [part for profile in self.profiles for part in ("--profile", profile)]
         proc = self.docker.call(
-            ["compose", "-p", self.project, "--project-directory", str(self.file.parent), *files, *args],
+            [
+                "compose",
+                "-p",
+                self.project,
+                "--project-directory",
+                str(self.file.parent),
+                *profiles,
+                *files,
+                *args,
+            ],
             timeout=timeout,
         )
         return proc.returncode, proc.stdout + proc.stderr
@@ -148,12 +159,21 @@ class Rehearsal:
         return result
 
     def prepare(self) -> None:
+        # Every profile the file declares: a tier's file may put all its services in one.
+        code, out = self.compose("config", "--profiles", timeout=120)
+        if code != 0:
+            raise ProbeFailed("config", f"docker compose config refused the file: {last_line(out)}")
+        self.profiles = out.split()
         proc = self.docker.call(
-            ["compose", "-p", self.project, "-f", str(self.file), "config", "--format", "json"], timeout=120
-        )
+            ["compose", "-p", self.project, *[p for name in self.profiles for p in ("--profile", name)],
+             "-f", str(self.file), "config", "--format", "json"],
+            timeout=120,
+        )  # fmt: skip
         if proc.returncode != 0:
             raise ProbeFailed("config", f"docker compose config refused the file: {last_line(proc.stderr)}")
         self.stack = read_stack(json.loads(proc.stdout))
+        if not self.stack.services:
+            raise ProbeFailed("config", "the file has no services, in any profile")
         override = render(self.stack, self.project, self.tags, self.work)
         self.override = self.work / "override.yaml"
         self.override.write_text(override.text, encoding="utf-8")
