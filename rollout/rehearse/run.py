@@ -309,9 +309,11 @@ class Rehearsal:
         assert self.stack is not None
         if not self.stack.front_doors:
             return "no service publishes a port: nothing to probe from outside"
-        identities = self._identities()
         notes = []
         for door in self.stack.front_doors:
+            # A port may serve something else (a discovery stub answering only
+            # /v1/models): it must answer, and at least one port must reach every engine.
+            refused: list[str] = []
             routed = False
             for target, port in self._published(door):
                 scheme = self._scheme(port)
@@ -321,50 +323,60 @@ class Rehearsal:
                         f"{door}: published port {target} answers neither HTTP nor HTTPS",
                         [door],
                     )
+                where = f"{door}:{target} ({scheme})"
                 if not self.stack.engines:
-                    notes.append(f"{door}:{target} answers {scheme}")
+                    notes.append(f"{where} answers")
                     continue
-                seen: set[str] = set()
-                body = {
-                    "model": "rehearse",
-                    "messages": [{"role": "user", "content": "ping"}],
-                    "max_tokens": 4,
-                }
-                for _ in range(3 * len(self.stack.engines)):
-                    status, headers, data = self._request(scheme, port, "/v1/chat/completions", body)
-                    if status != 200:
-                        raise ProbeFailed(
-                            "front-door",
-                            f"{door}:{target} ({scheme}) answered {status} to a chat completion: {data[:200]!r}",
-                            [door, *self.stack.proxies],
-                        )
-                    seen.add(identities.get(headers.get("x-rehearse-engine", ""), "?"))
-                status, headers, data = self._request(
-                    scheme, port, "/v1/chat/completions", {**body, "stream": True}
-                )
-                if status != 200 or b"data: [DONE]" not in data:
-                    raise ProbeFailed(
-                        "front-door",
-                        f"{door}:{target} ({scheme}): a streamed completion did not finish ({status})",
-                        [door],
-                    )
-                status, _, data = self._request(scheme, port, "/v1/models")
-                if status != 200 or b'"data"' not in data:
-                    raise ProbeFailed(
-                        "front-door", f"{door}:{target} ({scheme}): /v1/models answered {status}", [door]
-                    )
-                missing = sorted(set(self.stack.engines) - seen)
-                if missing:
-                    raise ProbeFailed(
-                        "front-door",
-                        f"{door}:{target} ({scheme}) never reached {', '.join(missing)} in {3 * len(self.stack.engines)} requests",
-                        [*self.stack.proxies, *missing],
-                    )
-                routed = True
-                notes.append(f"{door}:{target} ({scheme}) -> {len(seen)} engine(s)")
+                refusal = self._route(where, scheme, port, door)
+                if refusal:
+                    refused.append(refusal)
+                    notes.append(f"{where} answers, routes no completion")
+                else:
+                    routed = True
+                    notes.append(f"{where} -> {len(self.stack.engines)} engine(s)")
             if self.stack.engines and not routed:
-                raise ProbeFailed("front-door", f"{door} publishes no port that answers", [door])
+                raise ProbeFailed(
+                    "front-door",
+                    f"no published port of {door} reaches the engines: {'; '.join(refused)}",
+                    [door, *self.stack.proxies],
+                )
         return "; ".join(notes)
+
+    def _route(self, where: str, scheme: str, port: int, door: str) -> str | None:
+        """None when completions through the port reach every engine; the refusal when the
+        port answers the first one with an error (it serves something else)."""
+        assert self.stack is not None
+        identities = self._identities()
+        body = {"model": "rehearse", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 4}
+        seen: set[str] = set()
+        tries = 3 * len(self.stack.engines)
+        for attempt in range(tries):
+            status, headers, data = self._request(scheme, port, "/v1/chat/completions", body)
+            if status != 200 and attempt == 0:
+                return f"{where} answered {status} to a chat completion: {data[:200]!r}"
+            if status != 200:
+                raise ProbeFailed(
+                    "front-door",
+                    f"{where} answered {status} to chat completion {attempt + 1}: {data[:200]!r}",
+                    [door, *self.stack.proxies],
+                )
+            seen.add(identities.get(headers.get("x-rehearse-engine", ""), "?"))
+        status, headers, data = self._request(scheme, port, "/v1/chat/completions", {**body, "stream": True})
+        if status != 200 or b"data: [DONE]" not in data:
+            raise ProbeFailed(
+                "front-door", f"{where}: a streamed completion did not finish ({status})", [door]
+            )
+        status, _, data = self._request(scheme, port, "/v1/models")
+        if status != 200 or b'"data"' not in data:
+            raise ProbeFailed("front-door", f"{where}: /v1/models answered {status}", [door])
+        missing = sorted(set(self.stack.engines) - seen)
+        if missing:
+            raise ProbeFailed(
+                "front-door",
+                f"{where} never reached {', '.join(missing)} in {tries} requests",
+                [*self.stack.proxies, *missing],
+            )
+        return None
 
     def _engine_url(self, name: str) -> str:
         assert self.stack is not None
