@@ -52,11 +52,11 @@ def test_a_sound_stack_passes_every_probe_with_each_change_listed_and_leaves_not
     assert code == 0, out
     for probe in ("up", "healthy", "front-door", "server-info", "restart", "stop"):
         assert re.search(rf"^  ok   {probe} ", out, re.MULTILINE), (probe, out)
-    assert "door:8000 (http) -> 2 engine(s)" in out
+    assert "door:8000 (http) -> 2 engine(s); door:8001 (http) answers, routes no completion" in out
     assert "engine-a: GPU reservation removed (no GPUs here)" in out
     assert re.search(r"engine-b: image registry\.invalid/engine@sha256:0+ -> tierops-rehearse/engine:", out)
     assert "balancer: volume /etc/tierops-fixture/signing -> " in out
-    assert "door: ports -> 127.0.0.1::8000" in out
+    assert "door: ports -> 127.0.0.1::8000, 127.0.0.1::8001" in out
     # What the file runs as it is: never listed as a change.
     assert "healthcheck" not in out and "command" not in out
     assert leftovers(project_of(out)) == []
@@ -67,7 +67,10 @@ def test_a_front_door_pointed_at_the_wrong_port_fails_the_front_door_probe(
 ) -> None:
     code, out = rehearse(capsys, str(FIXTURES / "wrong-port.yaml"))
     assert code == 1, out
-    assert re.search(r"FAIL front-door: door:8000 \(http\) answered 502", out), out
+    assert re.search(
+        r"FAIL front-door: no published port of door reaches the engines: door:8000 \(http\) answered 502",
+        out,
+    ), out
     assert "--- last 20 log lines of door ---" in out
     assert re.search(r"connect\(\) failed .*upstream: \"http://[\d.]+:8001/", out), (
         out
