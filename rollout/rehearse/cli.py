@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         say(f"rehearse: {file}")
         started = time.monotonic()
         result = Rehearsal(
-            docker, file.resolve(), values, built.tags, say, timeout=args.timeout, keep=args.keep
+            docker, file.resolve(), built.tags, say, timeout=args.timeout, keep=args.keep
         ).run()
         verdict = "ok" if result.failed is None else f"FAILED at {result.failed}"
         say(f"rehearse: {file}: {verdict} in {time.monotonic() - started:.1f} s")

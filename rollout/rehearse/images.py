@@ -168,7 +168,7 @@ def ensure_images(docker: Docker, say: Callable[[str], None]) -> Built:
     built = [rootfs] if made else []
     files = {"standin.py": STANDIN.read_text(encoding="utf-8"), **WRAPPERS}
     standin_file = STANDIN_DOCKERFILE.format(rootfs=rootfs)
-    standin = f"tierops-rehearse/standin:{_digest(rootfs, standin_file, *sorted(files.items()).__repr__())}"
+    standin = f"tierops-rehearse/standin:{_digest(rootfs, standin_file, repr(sorted(files.items())))}"
     if not _exists(docker, standin):
         say(f"building {standin} (the stand-ins on {rootfs})")
         _build(docker, standin, standin_file, files)

@@ -74,7 +74,6 @@ class Result:
 class Rehearsal:
     docker: Docker
     file: Path
-    env: dict[str, str]
     tags: dict[str, str]
     say: Callable[[str], None]
     timeout: float | None = None
