@@ -9,6 +9,7 @@ second rehearsal builds nothing.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -161,9 +162,22 @@ def _build(docker: Docker, tag: str, dockerfile: str, files: dict[str, str]) -> 
             raise TieropsError(f"docker build {tag} failed: {last_line(proc.stderr)}")
 
 
+LOCK = Path(tempfile.gettempdir()) / "tierops-rehearse-images.lock"
+
+
 def ensure_images(docker: Docker, say: Callable[[str], None]) -> Built:
-    """Every role's image, built when its tag is missing."""
+    """Every role's image, built when its tag is missing. Rehearsals started side by side
+    (the tests' workers) take turns, so the first builds and the others find its tags."""
     started = time.monotonic()
+    with LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _ensure(docker, say, started)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _ensure(docker: Docker, say: Callable[[str], None], started: float) -> Built:
     rootfs, made = _rootfs(docker, say)
     built = [rootfs] if made else []
     files = {"standin.py": STANDIN.read_text(encoding="utf-8"), **WRAPPERS}
