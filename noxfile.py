@@ -524,3 +524,16 @@ def record(session: nox.Session) -> None:
 def check(session: nox.Session) -> None:
     """The main job: every check of the repository's own prod/ and code (not the tests)."""
     session.log("check: every required session passed; the record is build/check-matrix.json")
+
+
+@nox.session(default=False)
+def rehearse(session: nox.Session) -> None:
+    """Each prod file (or `-- FILES`) up on a real Docker daemon, probed from outside, then down (docs/rehearsal.md).
+
+    Not part of `check`: it needs a daemon (started as root when none answers) and
+    builds its images from Debian packages once. `nox -s rehearse -- --keep FILE`
+    leaves the stack running; `python -m rollout.rehearse --help` lists the options.
+    """
+    install(session, "compose")  # the runtime and the pinned Compose v2 binary
+    compile_project(session)
+    session.run("python", "-m", "rollout.rehearse", *session.posargs)

@@ -1,0 +1,3 @@
+from tierops.entry import launch
+
+launch("rollout.rehearse.cli")

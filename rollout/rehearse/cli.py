@@ -1,0 +1,135 @@
+"""`python -m rollout.rehearse [--keep] [FILES...]`: each compose file up on a real daemon, probed, down."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from rollout.rehearse.docker import Docker, compose_docker, ensure_daemon
+from rollout.rehearse.images import ensure_images
+from rollout.rehearse.run import Rehearsal
+from tierops import layout
+from tierops.cli import guarded, parse
+from tierops.entry import Terminated
+from tierops.errors import UsageError
+
+DESCRIPTION = """\
+Rehearse compose files on this machine's Docker daemon.
+
+For each FILE (default: every prod/*.yaml) the stack is brought up with an override
+that changes only what cannot exist here (engine images become a stand-in speaking
+SGLang's/vLLM's HTTP API, other images local builds from Debian packages, GPU
+reservations and host paths go, published ports become random ones on 127.0.0.1;
+every change is printed with its reason), then probed from outside: up, healthy,
+front-door, server-info, restart, stop. The stack is always taken down (down -v),
+also on Ctrl-C or SIGTERM, unless --keep. Images are built once, by content tag.
+No image registry is ever reached. See docs/rehearsal.md.
+"""
+
+EPILOG = """\
+exit codes:
+  0  every probe passed on every file
+  1  a probe failed (its name, the reason and the container's last log lines are printed)
+  2  usage error or unreadable input
+  3  no Docker daemon can be had here (the reason is printed), or a bug in tierops
+  130/143  interrupted by SIGINT/SIGTERM (the stack is taken down first)
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rollout.rehearse",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "files", nargs="*", type=Path, metavar="FILE", help="compose files (default: prod/*.yaml)"
+    )
+    parser.add_argument("--keep", action="store_true", help="leave each stack running after its probes")
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        help="variables for the files' interpolation (default: the fleet's ci/dummy.env; never real secrets)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds to wait for health (default: from the file's healthchecks, at most 600)",
+    )
+    return parser
+
+
+def read_env(path: Path) -> dict[str, str]:
+    values = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot read the env file: {error.strerror}", where=str(path)) from None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise UsageError(f"line {number} is not KEY=VALUE", where=str(path))
+        values[key.strip()] = value.strip()
+    return values
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _hangup(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def run(args: argparse.Namespace) -> int:
+    files = args.files or sorted(layout.prod_dir().glob("*.yaml"))
+    if not files:
+        raise UsageError("no compose files given and none in the fleet's prod/", where=str(layout.prod_dir()))
+    for file in files:
+        if not file.is_file():
+            raise UsageError("no such file", where=str(file))
+    env_file = args.env_file or layout.dummy_env()
+    values = read_env(env_file) if (args.env_file or env_file.is_file()) else {}
+    # A closed terminal takes the stack down like Ctrl-C does.
+    signal.signal(signal.SIGHUP, _hangup)
+    ensure_daemon(Path("/var/tmp/tierops-rehearse"))
+    base = compose_docker()
+    docker = Docker({**base.env, **values})
+    built = ensure_images(docker, say)
+    state = f"built {', '.join(built.built)}" if built.built else "all cached"
+    say(f"rehearse: images ready in {built.seconds:.1f} s ({state})")
+    failed = []
+    for file in files:
+        say(f"rehearse: {file}")
+        started = time.monotonic()
+        result = Rehearsal(
+            docker, file.resolve(), built.tags, say, timeout=args.timeout, keep=args.keep
+        ).run()
+        verdict = "ok" if result.failed is None else f"FAILED at {result.failed}"
+        say(f"rehearse: {file}: {verdict} in {time.monotonic() - started:.1f} s")
+        if result.failed is not None:
+            failed.append(f"{file} ({result.failed})")
+    if failed:
+        say(f"rehearse: {len(failed)} of {len(files)} file(s) failed: {', '.join(failed)}")
+        return 1
+    say(f"rehearse: {len(files)} file(s) rehearsed, every probe passed")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parsed = parse(_parser(), argv)
+    if isinstance(parsed, int):
+        return parsed
+    return guarded(lambda: run(parsed), tool="rollout.rehearse")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""The override compose file: the least change that lets a prod file run on this machine.
+
+Input is the file as Compose renders it (`docker compose config --format json`). Every
+change is a `Change` with its reason, printed before the stack starts; whatever is not
+listed (nginx config, proxies, healthchecks, networks, restart policies, commands,
+stop grace periods) runs exactly as the file says. Services are recognised by what
+they are, never by name: an engine runs an SGLang or vLLM program, a proxy lists
+engines' URLs in its environment, a front door publishes ports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import resource
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ENGINE_PROGRAMS = ("sglang", "vllm")
+GATEWAY = "tierops-rehearse-gateway"
+GATEWAY_PORT = 8000
+# Lines of the file's configs that name a TLS certificate or key the front door reads.
+TLS_FILE = re.compile(r"^\s*ssl_certificate(?:_key)?\s+([^\s;]+)\s*;", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Change:
+    service: str
+    what: str
+    why: str
+
+    def line(self) -> str:
+        return f"  {self.service}: {self.what} ({self.why})"
+
+
+class Tagged:
+    """A YAML value with a Compose merge tag (`!reset`, `!override`)."""
+
+    def __init__(self, tag: str, value: Any) -> None:
+        self.tag = tag
+        self.value = value
+
+
+def flow(value: Any) -> str:
+    """YAML flow text: JSON for scalars and collections (JSON is YAML), tags where asked."""
+    if isinstance(value, Tagged):
+        return f"{value.tag} {flow(value.value)}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(flow(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+def command_of(service: dict[str, Any]) -> list[str]:
+    return [str(part) for part in (service.get("entrypoint") or []) + (service.get("command") or [])]
+
+
+def engine_kind(service: dict[str, Any]) -> str | None:
+    """'sglang' or 'vllm' when the service's command runs one of those engines."""
+    for token in command_of(service):
+        base = token.rsplit("/", 1)[-1]
+        for kind in ENGINE_PROGRAMS:
+            if base == kind or base.startswith(kind + "."):
+                return kind
+    return None
+
+
+def image_program(image: str) -> str:
+    """The program an image is named after: `docker.io/library/nginx:1.27@sha256:...` -> nginx."""
+    return image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+
+
+def url_hosts(value: str) -> set[str]:
+    hosts = set()
+    for part in re.split(r"[,\s]+", value):
+        if "://" in part:
+            host = urlsplit(part).hostname
+            if host:
+                hosts.add(host)
+    return hosts
+
+
+@dataclass
+class Stack:
+    """What the rehearsal knows of one rendered file."""
+
+    model: dict[str, Any]
+    engines: dict[str, str] = field(default_factory=dict)  # service -> sglang | vllm
+    proxies: list[str] = field(default_factory=list)
+    front_doors: list[str] = field(default_factory=list)
+
+    @property
+    def services(self) -> dict[str, dict[str, Any]]:
+        services: dict[str, dict[str, Any]] = self.model.get("services") or {}
+        return services
+
+    def names(self, service: str) -> set[str]:
+        """The names other containers reach a service by."""
+        spec = self.services[service]
+        return {service, *([spec["container_name"]] if spec.get("container_name") else [])}
+
+
+def read_stack(model: dict[str, Any]) -> Stack:
+    stack = Stack(model)
+    for name, spec in stack.services.items():
+        kind = engine_kind(spec)
+        if kind:
+            stack.engines[name] = kind
+    engine_names = {alias for engine in stack.engines for alias in stack.names(engine)}
+    for name, spec in stack.services.items():
+        if name in stack.engines:
+            continue
+        env = spec.get("environment") or {}
+        if any(url_hosts(str(value or "")) & engine_names for value in env.values()):
+            stack.proxies.append(name)
+        if spec.get("ports"):
+            stack.front_doors.append(name)
+    return stack
+
+
+@dataclass
+class Override:
+    text: str
+    changes: list[Change]
+    gateway: bool
+
+
+def _image_role(stack: Stack, name: str, spec: dict[str, Any], engine_images: set[str]) -> tuple[str, str]:
+    image = str(spec.get("image") or "")
+    if name in stack.engines:
+        return "engine", f"{stack.engines[name]} needs GPUs and model weights; a stand-in speaks its HTTP API"
+    if image in engine_images:
+        return "engine", "the engine image's own tool; the stand-in image's version succeeds at once"
+    program = image_program(image)
+    if program == "nginx":
+        return "nginx", "no registry here: nginx from Debian's package, the file's own config"
+    if program == "curl":
+        return "curl", "no registry here: curl from Debian's package"
+    if name in stack.proxies:
+        return "proxy", "no registry here: a stand-in balancing over the same engine URLs"
+    return "idle", "its program needs hardware or networks absent here: a stand-in that only waits"
+
+
+def _tls_files(model: dict[str, Any], spec: dict[str, Any]) -> list[str]:
+    """Certificate and key paths the service's configs name (an nginx front door's TLS)."""
+    wanted = {str(item.get("source")) for item in spec.get("configs") or []}
+    files = []
+    for config_name, config in (model.get("configs") or {}).items():
+        if config_name in wanted:
+            files += TLS_FILE.findall(str(config.get("content") or ""))
+    return files
+
+
+def _self_signed(directory: Path, cert: str, key: str) -> bool:
+    directory.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+         "-keyout", str(directory / key), "-out", str(directory / cert)],
+        capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    return proc.returncode == 0
+
+
+def _host_paths(
+    stack: Stack, name: str, spec: dict[str, Any], work: Path, changes: list[Change]
+) -> list[dict[str, Any]]:
+    volumes = []
+    tls = _tls_files(stack.model, spec)
+    for volume in spec.get("volumes") or []:
+        if volume.get("type") != "bind":
+            continue
+        source, target = str(volume["source"]), str(volume["target"])
+        local = work / "host" / name / source.strip("/").replace("/", "_")
+        local.mkdir(parents=True, exist_ok=True)
+        inside = [path[len(target) + 1 :] for path in tls if path.startswith(target.rstrip("/") + "/")]
+        why = "a host path of the prod machine; an empty directory here"
+        if len(inside) >= 2 and _self_signed(local, inside[0], inside[1]):
+            why = f"a host path of the prod machine; here a self-signed {inside[0]} and {inside[1]}"
+        entry: dict[str, Any] = {"type": "bind", "source": str(local), "target": target}
+        if volume.get("read_only"):
+            entry["read_only"] = True
+        volumes.append(entry)
+        changes.append(Change(name, f"volume {source} -> {local}", why))
+    return volumes
+
+
+def _ulimits(wanted: dict[str, Any]) -> dict[str, int]:
+    """The file's ulimits that exceed this machine's hard limits, clamped to them: the
+    daemon refuses to start a container asking for more (a prod host raises its own)."""
+    clamped = {}
+    for key, value in wanted.items():
+        resource_id = getattr(resource, f"RLIMIT_{key.upper()}", None)
+        if resource_id is None:
+            continue
+        hard = resource.getrlimit(resource_id)[1]
+        asked = [value] if not isinstance(value, dict) else [value.get("soft", -1), value.get("hard", -1)]
+        if hard == resource.RLIM_INFINITY:
+            continue
+        if any(int(limit) < 0 or int(limit) > hard for limit in asked):
+            clamped[key] = hard
+    return clamped
+
+
+def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Override:
+    """The override's text and its changes; host-path stand-ins are created under `work`."""
+    changes: list[Change] = []
+    engine_images = {str(stack.services[engine].get("image")) for engine in stack.engines}
+    lines = ["# Written by python -m rollout.rehearse: only what cannot exist on this machine.", "services:"]
+    gateway_networks: set[str] = set()
+    for name, spec in stack.services.items():
+        fields: dict[str, Any] = {}
+        role, why = _image_role(stack, name, spec, engine_images)
+        fields["image"] = tags[role]
+        fields["pull_policy"] = "never"
+        changes.append(Change(name, f"image {spec.get('image')} -> {tags[role]}", why))
+        devices = (((spec.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get(
+            "devices"
+        )
+        if devices:
+            fields["deploy"] = {"resources": {"reservations": {"devices": Tagged("!reset", [])}}}
+            changes.append(Change(name, "GPU reservation removed", "no GPUs here"))
+        ulimits = _ulimits(spec.get("ulimits") or {})
+        if ulimits:
+            fields["ulimits"] = ulimits
+            for key, value in ulimits.items():
+                changes.append(
+                    Change(
+                        name,
+                        f"ulimit {key} {spec['ulimits'][key]} -> {value}",
+                        "above this machine's hard limit",
+                    )
+                )
+        volumes = _host_paths(stack, name, spec, work, changes)
+        if volumes:
+            fields["volumes"] = volumes
+        if spec.get("ports"):
+            ports = [f"127.0.0.1::{port['target']}" for port in spec["ports"]]
+            fields["ports"] = Tagged("!override", ports)
+            changes.append(
+                Change(
+                    name,
+                    f"ports -> {', '.join(ports)}",
+                    "the host's own ports may be taken: random ones on 127.0.0.1",
+                )
+            )
+        if spec.get("container_name"):
+            fields["container_name"] = f"{project}-{name}"
+            original = spec["container_name"]
+            changes.append(
+                Change(
+                    name,
+                    f"container_name {original} -> {project}-{name}",
+                    "fixed names collide on a shared daemon",
+                )
+            )
+            if original != name:
+                fields["networks"] = {net: {"aliases": [original]} for net in (spec.get("networks") or {})}
+        environment = {}
+        for key, value in (spec.get("environment") or {}).items():
+            if any(host.endswith(".invalid") for host in url_hosts(str(value or ""))):
+                environment[key] = f"http://{GATEWAY}:{GATEWAY_PORT}"
+                gateway_networks.update(spec.get("networks") or {})
+                changes.append(
+                    Change(
+                        name,
+                        f"{key} -> {environment[key]}",
+                        "an outside service: a stand-in that accepts any call",
+                    )
+                )
+        if environment:
+            fields["environment"] = environment
+        lines.append(f"  {json.dumps(name)}:")
+        lines += [f"    {key}: {flow(value)}" for key, value in fields.items()]
+    if gateway_networks:
+        lines.append(f"  {GATEWAY}:")
+        lines.append(f"    image: {json.dumps(tags['gateway'])}")
+        lines.append("    pull_policy: never")
+        lines.append("    init: true")
+        lines.append(f"    networks: {flow(sorted(gateway_networks))}")
+        changes.append(
+            Change(GATEWAY, "service added", "stands in for the outside gateway the file announces to")
+        )
+    return Override("\n".join(lines) + "\n", changes, bool(gateway_networks))

@@ -1,0 +1,110 @@
+"""The rehearsal's parts that need no daemon: the override, the stand-in's argv reading,
+durations, and the exit codes of usage errors and of a machine without Docker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rollout.rehearse import docker as docker_module
+from rollout.rehearse.cli import main
+from rollout.rehearse.override import read_stack, render
+from rollout.rehearse.run import _flags, duration
+from rollout.rehearse.standin import engine_args, parse_server_args
+
+TAGS = {role: f"local/{role}:1" for role in ("engine", "nginx", "curl", "proxy", "gateway", "idle")}
+GPU = {"resources": {"reservations": {"devices": [{"driver": "nvidia", "capabilities": ["gpu"]}]}}}
+
+
+def model() -> dict[str, Any]:
+    engine = {
+        "image": "registry.invalid/engine:1",
+        "command": ["sglang", "serve", "--port", "8000", "--tp-size", "2"],
+        "deploy": GPU,
+        "healthcheck": {"test": ["CMD", "curl", "-f", "http://localhost:8000/health"]},
+        "networks": {"inner": None},
+    }
+    return {
+        "services": {
+            "e1": engine,
+            "fetch": {
+                "image": "registry.invalid/engine:1",
+                "entrypoint": ["hf"],
+                "command": ["download", "x"],
+            },
+            "lb": {"image": "registry.invalid/lb:1", "environment": {"URLS": "http://e1:8000"}},
+            "web": {"image": "registry.invalid/nginx:1", "ports": [{"target": 8000, "published": "80"}]},
+            "ping": {
+                "image": "registry.invalid/curl:1",
+                "environment": {"GATEWAY": "https://gw.invalid"},
+                "networks": {"inner": None},
+            },
+            "stats": {"image": "registry.invalid/exporter:1"},
+        }
+    }
+
+
+def test_services_are_recognised_by_what_they_are() -> None:
+    stack = read_stack(model())
+    assert stack.engines == {"e1": "sglang"}
+    assert stack.proxies == ["lb"]
+    assert stack.front_doors == ["web"]
+
+
+def test_the_override_changes_only_what_cannot_exist_here(tmp_path: Path) -> None:
+    override = render(read_stack(model()), "p", TAGS, tmp_path)
+    text = override.text
+    assert '"e1":\n    image: "local/engine:1"\n    pull_policy: "never"\n' in text
+    assert 'deploy: {"resources": {"reservations": {"devices": !reset []}}}' in text
+    assert '"fetch":\n    image: "local/engine:1"' in text
+    assert '"lb":\n    image: "local/proxy:1"' in text
+    assert (
+        '"web":\n    image: "local/nginx:1"\n    pull_policy: "never"\n    ports: !override ["127.0.0.1::8000"]'
+        in text
+    )
+    assert '"stats":\n    image: "local/idle:1"' in text
+    assert 'environment: {"GATEWAY": "http://tierops-rehearse-gateway:8000"}' in text
+    assert "tierops-rehearse-gateway:\n" in text and 'networks: ["inner"]' in text
+    # Commands, healthchecks and environments the file sets stay as they are.
+    assert "command" not in text and "healthcheck" not in text and "URLS" not in text
+    whats = {(change.service, change.what.split(" ", 1)[0]) for change in override.changes}
+    assert ("e1", "GPU") in whats and ("web", "ports") in whats and ("ping", "GATEWAY") in whats
+    assert all(change.why for change in override.changes)
+
+
+def test_the_stand_in_reads_the_argv_the_probe_compares_with() -> None:
+    argv = ["python3", "-m", "sglang.launch_server", "--port", "8000", "--enable-metrics", "--tp-size=4"]
+    kind, rest = engine_args(argv)
+    assert kind == "sglang"
+    info = parse_server_args(rest)
+    assert info == {"port": "8000", "enable_metrics": True, "tp_size": "4"}
+    assert _flags(rest) == [("--port", "8000"), ("--enable-metrics", True), ("--tp-size", "4")]
+    assert engine_args(["vllm", "serve", "/m", "--port", "9"]) == ("vllm", ["/m", "--port", "9"])
+    assert parse_server_args(["/m", "--port", "9"])["model"] == "/m"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1m30s", 90.0), ("500ms", 0.5), ("5m0s", 300.0), (None, 10.0), ("", 10.0), (3, 3.0)],
+)
+def test_durations_read_as_compose_writes_them(text: Any, seconds: float) -> None:
+    assert duration(text, 10.0) == seconds
+
+
+def test_a_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(tmp_path / "nope.yaml")]) == 2
+    assert capsys.readouterr().err.strip() == f"{tmp_path / 'nope.yaml'}: no such file"
+
+
+def test_no_docker_and_not_root_exits_3_with_the_reason_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "stack.yaml"
+    file.write_text("services: {}\n", encoding="utf-8")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker client here
+    monkeypatch.setattr(docker_module.os, "geteuid", lambda: 1000)
+    assert main([str(file)]) == 3
+    err = capsys.readouterr().err
+    assert err == "no Docker daemon answers (no docker client on PATH) and only root may start one here\n"
