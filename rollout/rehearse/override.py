@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tierops.argv import engine_program
+
 ENGINE_PROGRAMS = ("sglang", "vllm")
 GATEWAY = "tierops-rehearse-gateway"
 GATEWAY_PORT = 8000
@@ -60,13 +62,22 @@ def command_of(service: dict[str, Any]) -> list[str]:
 
 
 def engine_kind(service: dict[str, Any]) -> str | None:
-    """'sglang' or 'vllm' when the service's command runs one of those engines."""
+    """'sglang' or 'vllm' when the service runs one of those engines: by its command, or by
+    its image when the image's own entrypoint is the server (a command of flags only)."""
     for token in command_of(service):
         base = token.rsplit("/", 1)[-1]
         for kind in ENGINE_PROGRAMS:
             if base == kind or base.startswith(kind + "."):
                 return kind
-    return None
+    image = service.get("image")
+    return engine_program(command_of(service), image if isinstance(image, str) else None)
+
+
+def by_image_entrypoint(service: dict[str, Any]) -> bool:
+    """The engine starts through its image's entrypoint: its words name no engine program."""
+    return not any(
+        token.rsplit("/", 1)[-1].split(".", 1)[0] in ENGINE_PROGRAMS for token in command_of(service)
+    )
 
 
 def image_program(image: str) -> str:
@@ -205,6 +216,23 @@ def _ulimits(wanted: dict[str, Any]) -> dict[str, int]:
     return clamped
 
 
+def _entrypoint(
+    stack: Stack, name: str, spec: dict[str, Any], fields: dict[str, Any], changes: list[Change]
+) -> None:
+    """An engine whose image starts the server itself (a command of flags only): the
+    stand-in image has no such entrypoint, so it is given one."""
+    if name in stack.engines and by_image_entrypoint(spec):
+        kind = stack.engines[name]
+        fields["entrypoint"] = [kind, "serve"]
+        changes.append(
+            Change(
+                name,
+                f"entrypoint -> {kind} serve",
+                "the file's image starts the server itself; the stand-in's does not",
+            )
+        )
+
+
 def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Override:
     """The override's text and its changes; host-path stand-ins are created under `work`."""
     changes: list[Change] = []
@@ -217,6 +245,7 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
         fields["image"] = tags[role]
         fields["pull_policy"] = "never"
         changes.append(Change(name, f"image {spec.get('image')} -> {tags[role]}", why))
+        _entrypoint(stack, name, spec, fields, changes)
         devices = (((spec.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get(
             "devices"
         )

@@ -108,3 +108,20 @@ def test_no_docker_and_not_root_exits_3_with_the_reason_in_one_line(
     assert main([str(file)]) == 3
     err = capsys.readouterr().err
     assert err == "no Docker daemon answers (no docker client on PATH) and only root may start one here\n"
+
+
+def test_an_engine_started_by_its_images_entrypoint_is_an_engine_and_told_to_start(tmp_path: Path) -> None:
+    compose = model()
+    compose["services"]["e2"] = {
+        "image": "docker.io/vllm/vllm-openai@sha256:" + "a" * 64,
+        "command": ["--model", "/m", "--port", "8000"],
+    }
+    stack = read_stack(compose)
+    assert stack.engines == {"e1": "sglang", "e2": "vllm"}
+    text = render(stack, "p", TAGS, tmp_path).text
+    assert (
+        '"e2":\n    image: "local/engine:1"\n    pull_policy: "never"\n    entrypoint: ["vllm", "serve"]'
+        in text
+    )
+    # An engine whose command names its program keeps the file's own entrypoint.
+    assert text.count("entrypoint") == 1
