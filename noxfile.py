@@ -45,8 +45,9 @@ _compiled = False
 # One id per nox invocation (nox imports this file once per run), or the CI job's own
 # (check.yml sets it, so a later step's `nox -s record` takes the same run's results).
 # Every stage's result carries it; the record takes only results of its own run.
+# Exported, so the worker processes of `nox -j 2` (which import this file anew) share it.
 RUN_ENV = "TIEROPS_CHECK_RUN"
-RUN_ID = os.environ.get(RUN_ENV) or uuid.uuid4().hex
+RUN_ID = os.environ.setdefault(RUN_ENV, uuid.uuid4().hex)
 
 
 # The command of each stage session (run as `python -m ci.stage NAME -- COMMAND`).
@@ -188,7 +189,7 @@ def generate(session: nox.Session) -> None:
     session.run("python", "-m", "generators", "--write")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def generated(session: nox.Session) -> None:
     """Byte-identical check: prod/ equals what the generators produce (writes nothing)."""
     no_posargs(session)
@@ -197,7 +198,7 @@ def generated(session: nox.Session) -> None:
     stage(session, "generated")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def lint(session: nox.Session) -> None:
     """pre-commit on every file, except the hooks another session of `check` runs (ci/lint_scope.py)."""
     no_posargs(session)
@@ -261,7 +262,7 @@ def install_compose(session: nox.Session) -> None:
     session.skip(message)
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def compose(session: nox.Session) -> None:
     """`docker compose config` on every prod file with ci/dummy.env.
 
@@ -310,7 +311,7 @@ def ci_report(session: nox.Session) -> None:
     session.run("python", "-m", "ci.github_report")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the packages."""
     no_posargs(session)
@@ -358,7 +359,7 @@ def tests(session: nox.Session) -> None:
     stage(session, "tests", "python", "-m", "pytest", *args, env=env)
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def validate(session: nox.Session) -> None:
     """The validators on prod/*.yaml: contracts, engine flags, telemetry, hygiene (docs/validators.md).
 
@@ -401,7 +402,7 @@ def release(session: nox.Session) -> None:
     session.run("python", "-m", "rollout", "release", *session.posargs)
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def diff(session: nox.Session) -> None:
     """Semantic diff of prod/ against $TIEROPS_BASE_REF, else the merge-base with origin/main.
 
@@ -414,7 +415,7 @@ def diff(session: nox.Session) -> None:
     stage(session, "diff")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def plan(session: nox.Session) -> None:
     """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
     no_posargs(session)
@@ -429,7 +430,8 @@ def record(session: nox.Session) -> None:
 
     The last prerequisite of `check`: nox runs it after the stages even when one of
     them failed (the record shows which); a stage that did not run in this nox
-    invocation is "not run". Takes no posargs (they would be `check`'s).
+    invocation is "not run". Takes no posargs (they would be `check`'s). It does not
+    allow parallel running, so under `nox -j 2` it starts only once the stages ended.
     """
     no_posargs(session)
     install(session, "runtime")
@@ -442,5 +444,8 @@ def record(session: nox.Session) -> None:
     requires=["generated", "validate", "compose", "lint", "typecheck", "diff", "plan", "record"],
 )
 def check(session: nox.Session) -> None:
-    """The main job: every check of the repository's own prod/ and code (not the tests)."""
+    """The main job: every check of the repository's own prod/ and code (not the tests).
+
+    The stages run one after another; `nox -j 2 -s check` (nox's own --parallel) runs
+    them two at a time, each in a nox process of its own, and `record` after them."""
     session.log("check: every required session passed; the record is build/check-matrix.json")
