@@ -41,7 +41,7 @@ def main() -> int:
     parser.add_argument("rows", nargs="*", choices=["check", "checkj"])
     parser.add_argument("--base", action="append", default=[])
     args = parser.parse_args()
-    python = str(Path(".nox/plan/bin/python").resolve())
+    python = str(Path(".nox/plan/bin/python").absolute())  # not resolve(): the venv's python is a symlink
     nox = os.environ.get("NOX") or shutil.which("nox") or "nox"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     rows: list[tuple[str, list[str], int]] = []
