@@ -38,9 +38,11 @@ def best(argv: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("rows", nargs="*", choices=["check", "checkj"])
+    parser.add_argument("rows", nargs="*", help="check, checkj")
     parser.add_argument("--base", action="append", default=[])
     args = parser.parse_args()
+    if set(args.rows) - {"check", "checkj"}:
+        parser.error("rows are check and checkj")
     python = str(Path(".nox/plan/bin/python").absolute())  # not resolve(): the venv's python is a symlink
     nox = os.environ.get("NOX") or shutil.which("nox") or "nox"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
