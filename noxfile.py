@@ -22,7 +22,6 @@ import sys
 import uuid
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import nox
 
@@ -38,7 +37,7 @@ LOCKS = ROOT / "ci" / "lock"
 LOCK_PYTHON = "3.11"
 
 sys.path.insert(0, str(ROOT))
-from ci import ahead, bytecode, lint_scope, tmpdirs  # noqa: E402  (stdlib only: safe in nox's own interpreter)
+from ci import bytecode, lint_scope, tmpdirs  # noqa: E402  (stdlib only: safe in nox's own interpreter)
 
 _compiled = False
 
@@ -46,12 +45,12 @@ _compiled = False
 # One id per nox invocation (nox imports this file once per run), or the CI job's own
 # (check.yml sets it, so a later step's `nox -s record` takes the same run's results).
 # Every stage's result carries it; the record takes only results of its own run.
+# Exported, so the worker processes of `nox -j 2` (which import this file anew) share it.
 RUN_ENV = "TIEROPS_CHECK_RUN"
-RUN_ID = os.environ.get(RUN_ENV) or uuid.uuid4().hex
+RUN_ID = os.environ.setdefault(RUN_ENV, uuid.uuid4().hex)
 
 
-# The command of each stage session (run as `python -m ci.stage NAME -- COMMAND`), and
-# the dependency group its environment holds (None: decided by install_compose).
+# The command of each stage session (run as `python -m ci.stage NAME -- COMMAND`).
 STAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "generated": ("python", "-m", "generators", "--check"),
     "validate": ("python", "-m", "validators", "--format", "json"),
@@ -61,16 +60,6 @@ STAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "diff": ("python", "-m", "rollout", "diff"),  # the stage adds --format json --markdown-to FILE
     "plan": ("python", "-m", "rollout", "plan"),
 }
-STAGE_GROUPS: dict[str, str | None] = {
-    "generated": "runtime",
-    "validate": "runtime",
-    "compose": None,
-    "lint": "lint",
-    "typecheck": "typecheck",
-    "diff": "runtime",
-    "plan": "runtime",
-}
-AHEAD = ahead.Ahead()
 
 
 def stage(
@@ -78,27 +67,10 @@ def stage(
     name: str,
     *command: str,
     env: dict[str, str | None] | None = None,
-    ahead: bool = True,
 ) -> None:
     """Run a stage's tool through `python -m ci.stage NAME -- COMMAND`: the same report
-    and exit code, plus its per-file result in build/check/NAME.json for the record.
-
-    In a `check` the first stage session starts the stages queued behind it (ci/ahead.py);
-    a stage started so is waited for here, its output printed, its exit code the session's.
-    """
+    and exit code, plus its per-file result in build/check/NAME.json for the record."""
     argv = _stage_argv(name, command or STAGE_COMMANDS[name])
-    run = AHEAD.take(name)
-    if run is not None:
-        session.log(f"{' '.join(argv)}  (started {run.started_by}; waiting for it)")
-        code, output = run.finish()
-        sys.stdout.flush()
-        sys.stdout.buffer.write(output)
-        sys.stdout.flush()
-        if code != 0:
-            session.error(f"Command {' '.join(argv)} failed with exit code {code}")
-        return
-    if ahead:
-        start_ahead(session)
     session.run(*argv, env={**(env or {}), RUN_ENV: RUN_ID})
 
 
@@ -128,56 +100,6 @@ def no_posargs(session: nox.Session) -> None:
 
 def _stage_argv(name: str, command: tuple[str, ...]) -> tuple[str, ...]:
     return ("python", "-m", "ci.stage", name, "--", *command)
-
-
-def _stage_env(name: str) -> dict[str, str]:
-    return {"SKIP": ",".join(_lint_scope().skip)} if name == "lint" else {}
-
-
-def _ready_venv(session: nox.Session, runner: Any) -> Path | None:
-    """The environment of a queued stage session, if its session would run in it unchanged."""
-    from nox.sessions import resolve_reuse_existing_venv
-
-    config = session._runner.global_config  # private: nox is pinned (ci/lock/nox.txt)
-    if not resolve_reuse_existing_venv(config, runner.func):
-        return None  # the session recreates its environment
-    venv = Path(session.virtualenv.location).parent / runner.name
-    if not (venv / "bin" / "python").exists():
-        return None
-    group = STAGE_GROUPS[runner.name] or _compose_group()
-    if group is None or not (LOCKS / f"{group}.txt").is_file():
-        return None  # the session skips, or fails, without running its command
-    if not config.no_install and not lock_stamp(venv, group).exists():
-        return None  # the session installs first
-    if runner.name == "lint" and not hooks_stamp(venv).exists():
-        return None  # the session builds pre-commit's hook environment first
-    return venv
-
-
-def start_ahead(session: nox.Session) -> None:
-    """In a `check`, start the stage commands queued behind this session (once per nox run)."""
-    if AHEAD.started or not ahead.enabled(os.environ):
-        return
-    AHEAD.started = True
-    queue = session._runner.manifest._queue  # the sessions still to run (private)
-    if "check" not in {runner.name for runner in queue}:
-        return  # a stage run alone (or a chain without check) runs in order
-    compile_project(session)
-    started = []
-    for runner in queue:
-        if runner.name not in STAGE_COMMANDS:
-            continue
-        venv = _ready_venv(session, runner)
-        if venv is None:
-            continue
-        argv = ahead.resolve(_stage_argv(runner.name, STAGE_COMMANDS[runner.name]), venv)
-        if argv is None:
-            continue  # its program is not in its environment: the session will say so
-        env = ahead.venv_environment(venv, os.environ, {**_stage_env(runner.name), RUN_ENV: RUN_ID})
-        AHEAD.start(runner.name, argv, env, ROOT, started_by=f"by the {session.name} session")
-        started.append(runner.name)
-    if started:
-        session.log(f"started ahead, in their own environments: {', '.join(started)} (ci/ahead.py)")
 
 
 def install(session: nox.Session, group: str) -> bool:
@@ -267,7 +189,7 @@ def generate(session: nox.Session) -> None:
     session.run("python", "-m", "generators", "--write")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def generated(session: nox.Session) -> None:
     """Byte-identical check: prod/ equals what the generators produce (writes nothing)."""
     no_posargs(session)
@@ -276,7 +198,7 @@ def generated(session: nox.Session) -> None:
     stage(session, "generated")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def lint(session: nox.Session) -> None:
     """pre-commit on every file, except the hooks another session of `check` runs (ci/lint_scope.py)."""
     no_posargs(session)
@@ -291,7 +213,7 @@ def lint(session: nox.Session) -> None:
         stamp.touch()
     for reason in _lint_scope().reasons:
         session.log(f"lint {reason}")
-    stage(session, "lint", env=_stage_env("lint"))
+    stage(session, "lint", env={"SKIP": ",".join(_lint_scope().skip)})
 
 
 def _under_ci() -> bool:
@@ -340,7 +262,7 @@ def install_compose(session: nox.Session) -> None:
     session.skip(message)
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def compose(session: nox.Session) -> None:
     """`docker compose config` on every prod file with ci/dummy.env.
 
@@ -389,7 +311,7 @@ def ci_report(session: nox.Session) -> None:
     session.run("python", "-m", "ci.github_report")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the packages."""
     no_posargs(session)
@@ -434,11 +356,10 @@ def tests(session: nox.Session) -> None:
         return
     # The whole suite is the record's `tests` stage: ci.stage reads pytest's own JUnit
     # XML report (build/check/tests.junit.xml) and keeps the verdict for `nox -s record`.
-    # Not ahead: the check's stages would take the cores pytest-xdist is using.
-    stage(session, "tests", "python", "-m", "pytest", *args, env=env, ahead=False)
+    stage(session, "tests", "python", "-m", "pytest", *args, env=env)
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def validate(session: nox.Session) -> None:
     """The validators on prod/*.yaml: contracts, engine flags, telemetry, hygiene (docs/validators.md).
 
@@ -481,7 +402,7 @@ def release(session: nox.Session) -> None:
     session.run("python", "-m", "rollout", "release", *session.posargs)
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def diff(session: nox.Session) -> None:
     """Semantic diff of prod/ against $TIEROPS_BASE_REF, else the merge-base with origin/main.
 
@@ -494,7 +415,7 @@ def diff(session: nox.Session) -> None:
     stage(session, "diff")
 
 
-@nox.session
+@nox.session(allow_parallel=True)
 def plan(session: nox.Session) -> None:
     """The rollout plan for that diff (compose-manager payloads, commands, rollbacks)."""
     no_posargs(session)
@@ -509,7 +430,8 @@ def record(session: nox.Session) -> None:
 
     The last prerequisite of `check`: nox runs it after the stages even when one of
     them failed (the record shows which); a stage that did not run in this nox
-    invocation is "not run". Takes no posargs (they would be `check`'s).
+    invocation is "not run". Takes no posargs (they would be `check`'s). It does not
+    allow parallel running, so under `nox -j 2` it starts only once the stages ended.
     """
     no_posargs(session)
     install(session, "runtime")
@@ -522,7 +444,10 @@ def record(session: nox.Session) -> None:
     requires=["generated", "validate", "compose", "lint", "typecheck", "diff", "plan", "record"],
 )
 def check(session: nox.Session) -> None:
-    """The main job: every check of the repository's own prod/ and code (not the tests)."""
+    """The main job: every check of the repository's own prod/ and code (not the tests).
+
+    The stages run one after another; `nox -j 2 -s check` (nox's own --parallel) runs
+    them two at a time, each in a nox process of its own, and `record` after them."""
     session.log("check: every required session passed; the record is build/check-matrix.json")
 
 

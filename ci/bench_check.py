@@ -2,8 +2,7 @@
 
 Runs `nox -R -s check` once to warm up (it must pass), then, best of --repeat:
 
-- the whole warm `nox -R -s check`, and the same with its stages one after another
-  (`TIEROPS_STAGES_AHEAD=0`: ci/ahead.py);
+- the whole warm `nox -R -s check`;
 - each stage alone, `nox -R -s <stage>` (so each row includes nox's own start-up, shown
   on its own row as `nox -R -l`, which loads the noxfile and runs nothing);
 - this machine's reference: `python -c pass` and `python -c "import ruamel.yaml"` with
@@ -33,12 +32,6 @@ STAGES = ("generated", "validate", "compose", "lint", "typecheck", "diff", "plan
 FLAG = "PYTHONDONTWRITEBYTECODE"
 
 
-# The row that runs `check` with its stages one after another (ci/ahead.py), and the
-# variable it runs with.
-IN_ORDER = "  the same, stages in order"
-ROW_ENV = {IN_ORDER: {"TIEROPS_STAGES_AHEAD": "0"}}
-
-
 def run_once(argv: Sequence[str], env: Mapping[str, str]) -> float:
     """Wall-clock seconds of one run; a failing run raises."""
     started = time.perf_counter()
@@ -55,7 +48,6 @@ def rows(nox: Sequence[str]) -> dict[str, list[str]]:
     interpreter = str(python) if python.exists() else sys.executable
     table = {
         "nox -R -s check": [*nox, "-R", "-s", "check"],
-        IN_ORDER: [*nox, "-R", "-s", "check"],  # with ROW_ENV
         "nox start-up (nox -R -l)": [*nox, "-R", "-l"],
     }
     table.update({f"  {stage}": [*nox, "-R", "-s", stage] for stage in STAGES})
@@ -73,7 +65,7 @@ def measure(nox: Sequence[str], envs: Sequence[Mapping[str, str]], repeat: int) 
     for label, argv in rows(nox).items():
         for _ in range(repeat):
             for column, env in zip(best, envs, strict=True):
-                elapsed = run_once(argv, {**env, **ROW_ENV.get(label, {})})
+                elapsed = run_once(argv, env)
                 column[label] = min(column.get(label, elapsed), elapsed)
     return best
 

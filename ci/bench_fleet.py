@@ -188,8 +188,8 @@ def timed(commands: Sequence[Sequence[str]], repo: Path, env: Mapping[str, str])
 def check_once(
     files: Sequence[str], repo: Path, env: Mapping[str, str], *, serial: bool
 ) -> tuple[dict[str, tuple[float, float]], float]:
-    """Every stage once: side by side as a warm `nox -R -s check` runs them (ci/ahead.py),
-    or one after another; each stage's (wall, CPU) and the whole run's wall."""
+    """Every stage once: one after another as `nox -s check` runs them, or side by side;
+    each stage's (wall, CPU) and the whole run's wall."""
     commands = stages(files)
     started = time.perf_counter()
     if serial:
@@ -211,10 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="stacks per fleet")
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the best total is shown")
     parser.add_argument(
-        "--serial",
+        "--side-by-side",
         action="store_true",
-        help="run the stages one after another (each stage's figure alone) instead of side by side as "
-        "a warm `nox -R -s check` runs them",
+        help="run the stages all at once instead of one after another as `nox -s check` runs them",
     )
     parser.add_argument(
         "--unchanged",
@@ -238,9 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load average {load:.2f}; best of {args.repeat}; "
         + ("no stack changed" if args.unchanged else "every stack changed since the base")
         + (
-            "; stages one after another"
-            if args.serial
-            else "; stages side by side, as `nox -R -s check` runs them"
+            "; stages side by side"
+            if args.side_by_side
+            else "; stages one after another, as `nox -s check` runs them"
         ),
         flush=True,
     )
@@ -260,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             files = make_fleet(repo, size, edit=not args.unchanged)
             for _ in range(args.repeat):
                 try:
-                    run = check_once(files, repo, env, serial=args.serial)
+                    run = check_once(files, repo, env, serial=not args.side_by_side)
                 except RuntimeError as error:
                     print(f"{size} stacks: {error}", file=sys.stderr)
                     return ExitCode.FINDINGS

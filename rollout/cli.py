@@ -16,7 +16,6 @@ from types import ModuleType
 from rollout.masking import boundary
 from tierops.cli import guarded, parse
 from tierops.exitcodes import epilog
-from tierops.yamlload import no_gc
 
 COMMANDS: dict[str, str] = {
     "diff": "rollout.commands.diff",
@@ -71,8 +70,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(line_buffering=True)
     # Everything the command prints, by any path, passes the masking boundary.
-    # The cyclic collector is paused for the run: a diff holds hundreds of thousands of
-    # small containers and makes no cycles worth collecting, and the collector's passes
-    # over them cost a tenth of the run.
-    with boundary(), no_gc():
+    with boundary():
         return guarded(lambda: int(command(args.command).run(args)), tool="rollout")

@@ -44,7 +44,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import difflib
-import functools
 import html
 import io
 import itertools
@@ -97,7 +96,6 @@ _LOCATION = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=8192)
 def secret_key(key: object) -> bool:
     """The shared definition (tierops.secrets.secret_key), minus a lower-case bare `key`."""
     if isinstance(key, str) and key.strip("-_ ") in _BARE_KEY_WORDS:
@@ -108,7 +106,6 @@ def secret_key(key: object) -> bool:
 _NAME = re.compile(r"[A-Za-z_][\w.-]*")
 
 
-@functools.lru_cache(maxsize=8192)
 def _secret_name(name: str) -> bool:
     return shared_secret_key(name)
 

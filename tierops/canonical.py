@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tierops import interp, shellwords, units
-from tierops.yamlload import START, Loaded, Pos, Span, YList, YMap, key_text, load_path, no_gc
+from tierops.yamlload import START, Loaded, Pos, Span, YList, YMap, key_text, load_path
 
 Key = str | int
 PathT = tuple[Key, ...]
@@ -175,9 +175,8 @@ def build(loaded: Loaded, *, project_dir: str | None = None, env: Mapping[str, s
     """
     directory = project_dir if project_dir is not None else posixpath.dirname(loaded.path) or "."
     problems: list[Problem] = []
-    with no_gc():
-        raw = merge_documents(list(loaded.documents), problems)
-        return _project(raw, loaded.path, loaded, directory, env, problems, loaded.text)
+    raw = merge_documents(list(loaded.documents), problems)
+    return _project(raw, loaded.path, loaded, directory, env, problems, loaded.text)
 
 
 def build_raw(

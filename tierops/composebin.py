@@ -33,13 +33,6 @@ INSTALL_HINT = (
 # A probe or a render that hangs (a wedged docker CLI plugin) must not hang CI.
 PROBE_TIMEOUT_S = 20.0
 CONFIG_TIMEOUT_S = 120.0
-# Go's garbage collector off for these short-lived processes: a render allocates about
-# 60 MB and exits, and collecting was a third of its CPU time (90 ms a render, 60 ms
-# without). GOMEMLIMIT still collects should one process ever near 1 GiB. Two
-# variables compose's interpolation now sees; the dummy-missing rule (our own scanner)
-# still flags a prod file that names one without a dummy value. A caller that sets
-# either (GOGC=100 to measure with the collector on) keeps its own value.
-GO_RUNTIME_ENV = {"GOGC": "off", "GOMEMLIMIT": "1GiB"}
 
 
 class ComposeUnavailable(TieropsError):
@@ -236,8 +229,8 @@ def run_config(
     """`compose -f FILE --env-file ENV config ...` with nothing but ENV as variables.
 
     The process environment is stripped to what the docker CLI needs to find its
-    plugins (PATH, HOME, DOCKER_CONFIG) and GO_RUNTIME_ENV, so a variable exported in
-    the caller's shell can never hide a missing dummy value.
+    plugins (PATH, HOME, DOCKER_CONFIG), so a variable exported in the caller's shell
+    can never hide a missing dummy value.
     """
     file = file.resolve()
     args = [*binary.argv, "-f", str(file), "--env-file", str(env_file.resolve())]
@@ -298,7 +291,7 @@ def run_config_many(
 
 
 def _minimal_env(extra: Mapping[str, str]) -> dict[str, str]:
-    keep = ("PATH", "HOME", "TMPDIR", "DOCKER_CONFIG", *GO_RUNTIME_ENV)
-    env = {**GO_RUNTIME_ENV, **{key: os.environ[key] for key in keep if key in os.environ}}
+    keep = ("PATH", "HOME", "TMPDIR", "DOCKER_CONFIG")
+    env = {key: os.environ[key] for key in keep if key in os.environ}
     env.update(extra)
     return env

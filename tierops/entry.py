@@ -121,11 +121,9 @@ def outcome(main: str | Callable[[], int]) -> int:
     return code
 
 
-def launch(main: str | Callable[[], int], *, fast_exit: bool = False) -> NoReturn:
+def launch(main: str | Callable[[], int]) -> NoReturn:
     """The whole life of a `python -m` process: `main` is a CLI module's name (imported
-    here, so an interrupt during its imports is handled too) or its `main` function.
-    `fast_exit` skips the interpreter's teardown once output is flushed (for commands
-    that hold large object graphs)."""
+    here, so an interrupt during its imports is handled too) or its `main` function."""
     try:
         install_signal_handlers()
         prepare_streams()
@@ -139,6 +137,4 @@ def launch(main: str | Callable[[], int], *, fast_exit: bool = False) -> NoRetur
     except BrokenPipeError:
         silence_stdout()
         code = _PIPE_EXIT
-    if fast_exit:
-        os._exit(code)
     raise SystemExit(code)

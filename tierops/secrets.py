@@ -21,7 +21,6 @@ A soft default (`${VAR:-changeme}`) is literal text, and is judged as such.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter
@@ -122,7 +121,6 @@ def secret_key(key: object) -> bool:
     return _secret_words(key)
 
 
-@functools.lru_cache(maxsize=8192)  # pure; the same keys recur in every service and file
 def _secret_words(key: str) -> bool:
     words = key_words(key)
     if not words or words[-1] in NOT_SECRET_LAST or _QUANTITY_WORDS.intersection(words):

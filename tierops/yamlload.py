@@ -35,9 +35,7 @@ again. Both yield the same events with the same marks, so the result is identica
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import os
 import re
 import stat
@@ -208,26 +206,9 @@ def load_path(path: Path, display: str | None = None) -> Loaded:
 # --------------------------------------------------------------------------- parsing
 
 
-@contextlib.contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many small containers.
-
-    A compose file becomes tens of thousands of dicts, lists and tuples and no cycles;
-    the collector's generation-0 passes over them cost about a third of the time.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def load_bytes(raw: bytes, path: str) -> Loaded:
     """Bytes to a Loaded file, or LoadError naming the first reason it is not one."""
-    with no_gc():
-        return _load_bytes(raw, path)
+    return _load_bytes(raw, path)
 
 
 def load_shared(raw: bytes, path: str) -> Loaded:

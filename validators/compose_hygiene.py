@@ -49,7 +49,6 @@ Failing example::
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
 
@@ -238,7 +237,6 @@ def _declared_soft(compose: ComposeFile, service: Service, ctx: Context) -> froz
     return frozenset(str(key) for key in col.get("soft_default_env") or ())
 
 
-@functools.lru_cache(maxsize=8192)  # pure; values repeat across replicas and files
 def _keyed(key: str, value: str, allowed_soft: bool) -> str | None:
     """Why a secret-like key's value is a literal secret, or None (never the value)."""
     literal = secrets.literal_in(value)
@@ -255,7 +253,6 @@ def _keyed(key: str, value: str, allowed_soft: bool) -> str | None:
     return f"holds a literal value; pass it from the host: ${{{var}:?{var} is required}}"
 
 
-@functools.lru_cache(maxsize=8192)  # pure; values repeat across replicas and files
 def _soft_secret_refs(text: str) -> str | None:
     """A soft default of a secret-like variable inside any text: `${PROXY_API_TOKEN:-changeme}`."""
     found, _bad = interp.scan(text)
@@ -267,7 +264,6 @@ def _soft_secret_refs(text: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=8192)  # pure; values repeat across replicas and files
 def _free_text(text: str) -> str | None:
     """What credential free text carries (a token, a header, a soft default), if any."""
     hit = next(secrets.text_hits(text), None)

@@ -560,7 +560,7 @@ def test_every_stage_and_the_record_share_the_jobs_run_id() -> None:
     env = _load(WORKFLOW)["jobs"]["check"]["env"]
     assert env["TIEROPS_CHECK_RUN"] == "${{ github.run_id }}.${{ github.run_attempt }}"
     noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
-    assert "RUN_ID = os.environ.get(RUN_ENV) or uuid.uuid4().hex" in noxfile
+    assert "RUN_ID = os.environ.setdefault(RUN_ENV, uuid.uuid4().hex)" in noxfile
 
 
 def test_check_uploads_every_file_the_comment_reads_even_after_a_failure() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from tierops import interp
 from tierops.canonical import Project, build
-from tierops.composebin import GO_RUNTIME_ENV, ComposeBinary, find_compose
+from tierops.composebin import ComposeBinary, find_compose
 from tierops.yamlload import load_bytes
 
 
@@ -86,7 +86,7 @@ def _render(text: str, env: tuple[tuple[str, str], ...]) -> Rendered:
         text=True,
         check=False,
         cwd=directory,
-        env={"PATH": "/usr/bin:/bin", **GO_RUNTIME_ENV},
+        env={"PATH": "/usr/bin:/bin"},
         timeout=60,
     )
     Path(env_file).unlink()

@@ -155,24 +155,20 @@ def test_error_line_skips_compose_warnings() -> None:
     assert result.other_lines()[1:] == ["You may need to escape any $ with another $.", "${}"]
 
 
-def test_a_render_runs_without_go_s_collector_unless_the_caller_says_otherwise(
+def test_a_render_sees_none_of_the_caller_s_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tierops.composebin import ComposeBinary, run_config
 
     script = tmp_path / "fake-compose"
-    script.write_text(
-        '#!/bin/sh\necho "GOGC=$GOGC GOMEMLIMIT=$GOMEMLIMIT SECRET=$SECRET"\n', encoding="utf-8"
-    )
+    script.write_text('#!/bin/sh\necho "GOGC=$GOGC SECRET=$SECRET"\n', encoding="utf-8")
     script.chmod(0o755)
     compose_file = tmp_path / "x.yaml"
     compose_file.write_text("services: {}\n", encoding="utf-8")
     binary = ComposeBinary((str(script),), "fake", "0")
     monkeypatch.setenv("SECRET", "from-the-shell")
-    monkeypatch.delenv("GOGC", raising=False)
-    assert run_config(binary, compose_file).stdout == "GOGC=off GOMEMLIMIT=1GiB SECRET=\n"
     monkeypatch.setenv("GOGC", "100")
-    assert run_config(binary, compose_file).stdout == "GOGC=100 GOMEMLIMIT=1GiB SECRET=\n"
+    assert run_config(binary, compose_file).stdout == "GOGC= SECRET=\n"
 
 
 def test_a_binary_that_cannot_execute_is_a_failed_render_not_a_traceback(tmp_path: Path) -> None:
