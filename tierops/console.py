@@ -30,10 +30,5 @@ def compose_check() -> NoReturn:
 
 
 def rollout() -> NoReturn:
-    """`tierops`: `python -m rollout` (diff, plan, release, apply, status), with what its
-    `__main__` adds: the garbage collector off before the imports, and no teardown."""
-    import gc
-
-    # As rollout/__main__.py: a command makes no cycles worth collecting.
-    gc.disable()
-    launch("rollout.cli", fast_exit=True)
+    """`tierops`: `python -m rollout` (diff, plan, release, apply, status)."""
+    launch("rollout.cli")
