@@ -6,10 +6,10 @@ import argparse
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rollout.rehearse.docker import Docker, compose_docker, ensure_daemon
+from rollout.rehearse.docker import Docker, compose_docker, ensure_daemon, stop_daemon
 from rollout.rehearse.images import ensure_images
 from rollout.rehearse.run import Rehearsal
 from tierops import layout
@@ -100,7 +100,17 @@ def run(args: argparse.Namespace) -> int:
     values = read_env(env_file) if (args.env_file or env_file.is_file()) else {}
     # A closed terminal takes the stack down like Ctrl-C does.
     signal.signal(signal.SIGHUP, _hangup)
-    ensure_daemon(Path("/var/tmp/tierops-rehearse"))
+    daemon = ensure_daemon(Path("/var/tmp/tierops-rehearse"))
+    try:
+        return _rehearse_all(files, values, say, args)
+    finally:
+        if not args.keep:  # a kept stack needs its daemon
+            stop_daemon(daemon)
+
+
+def _rehearse_all(
+    files: list[Path], values: dict[str, str], say: Callable[[str], None], args: argparse.Namespace
+) -> int:
     base = compose_docker()
     docker = Docker({**base.env, **values})
     built = ensure_images(docker, say)

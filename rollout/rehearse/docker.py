@@ -2,7 +2,7 @@
 
 The daemon is used as found when `docker info` answers (never stopped by us). When
 none answers and we are root, `dockerd` is started (Debian's `docker.io` installed
-with apt-get first when missing) and left running for later rehearsals. Compose is
+with apt-get first when missing), and stopped again when the rehearsal ends. Compose is
 the pinned Compose v2 binary (tierops.composebin) as the CLI plugin of a private
 DOCKER_CONFIG, so the operator's own Docker configuration is neither read nor changed.
 """
@@ -86,12 +86,13 @@ def _apt_install(packages: Sequence[str], why: str) -> None:
             raise NoDocker(f"`{' '.join(args)}` failed: {last_line(proc.stderr)}")
 
 
-def ensure_daemon(log_dir: Path) -> None:
-    """Return when `docker info` answers; start dockerd when root; else NoDocker with the reason."""
+def ensure_daemon(log_dir: Path) -> subprocess.Popen[bytes] | None:
+    """Return when `docker info` answers: None when a daemon already ran, else the dockerd
+    started here (root only; the caller stops it). Without one: NoDocker with the reason."""
     if shutil.which("docker") is not None:
         answers, why = _info()
         if answers:
-            return
+            return None
     else:
         why = "no docker client on PATH"
     if os.geteuid() != 0:
@@ -100,18 +101,31 @@ def ensure_daemon(log_dir: Path) -> None:
         _apt_install(["docker.io"], "no dockerd on this machine")
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / "dockerd.log"
-    print(f"rehearse: starting dockerd (log: {log}); it keeps running after the rehearsal", flush=True)
+    print(f"rehearse: starting dockerd (log: {log}); it stops when the rehearsal ends", flush=True)
     with log.open("ab") as sink:
-        subprocess.Popen(["dockerd"], stdout=sink, stderr=sink, start_new_session=True)
+        daemon = subprocess.Popen(["dockerd"], stdout=sink, stderr=sink, start_new_session=True)
     deadline = time.monotonic() + DAEMON_START_S
     while time.monotonic() < deadline:
         answers, why = _info()
         if answers:
-            return
+            return daemon
         time.sleep(1)
+    stop_daemon(daemon)
     raise NoDocker(
         f"dockerd started but `docker info` still fails after {DAEMON_START_S:.0f} s: {why} (see {log})"
     )
+
+
+def stop_daemon(daemon: subprocess.Popen[bytes] | None) -> None:
+    """Stop a dockerd this rehearsal started (SIGTERM, then SIGKILL after 30 s)."""
+    if daemon is None or daemon.poll() is not None:
+        return
+    daemon.terminate()
+    try:
+        daemon.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
 
 
 _config: list[Path] = []

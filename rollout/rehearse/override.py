@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 
 from tierops.argv import engine_program
 
+# The only upstream resolver a rehearsed container gets: its own loopback, where nothing answers.
+NO_RESOLVER = "127.0.0.1"
 ENGINE_PROGRAMS = ("sglang", "vllm")
 GATEWAY = "tierops-rehearse-gateway"
 GATEWAY_PORT = 8000
@@ -233,6 +235,26 @@ def _entrypoint(
         )
 
 
+def _outside_services(
+    name: str, spec: dict[str, Any], changes: list[Change], gateway_networks: set[str]
+) -> dict[str, str]:
+    """Environment values naming an outside service (a dummy `.invalid` URL): pointed at
+    the stand-in gateway, whose networks are collected."""
+    environment = {}
+    for key, value in (spec.get("environment") or {}).items():
+        if any(host.endswith(".invalid") for host in url_hosts(str(value or ""))):
+            environment[key] = f"http://{GATEWAY}:{GATEWAY_PORT}"
+            gateway_networks.update(spec.get("networks") or {})
+            changes.append(
+                Change(
+                    name,
+                    f"{key} -> {environment[key]}",
+                    "an outside service: a stand-in that accepts any call",
+                )
+            )
+    return environment
+
+
 def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Override:
     """The override's text and its changes; host-path stand-ins are created under `work`."""
     changes: list[Change] = []
@@ -288,26 +310,26 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
             )
             if original != name:
                 fields["networks"] = {net: {"aliases": [original]} for net in (spec.get("networks") or {})}
-        environment = {}
-        for key, value in (spec.get("environment") or {}).items():
-            if any(host.endswith(".invalid") for host in url_hosts(str(value or ""))):
-                environment[key] = f"http://{GATEWAY}:{GATEWAY_PORT}"
-                gateway_networks.update(spec.get("networks") or {})
-                changes.append(
-                    Change(
-                        name,
-                        f"{key} -> {environment[key]}",
-                        "an outside service: a stand-in that accepts any call",
-                    )
-                )
+        environment = _outside_services(name, spec, changes, gateway_networks)
         if environment:
             fields["environment"] = environment
+        # Docker's own DNS still answers the project's service names; a name outside
+        # them is forwarded to a resolver that is not there, so no outside name resolves.
+        fields["dns"] = [NO_RESOLVER]
         lines.append(f"  {json.dumps(name)}:")
         lines += [f"    {key}: {flow(value)}" for key, value in fields.items()]
+    changes.append(
+        Change(
+            "every service",
+            f"dns -> {NO_RESOLVER}",
+            "no outside name resolves: a rehearsal reaches nothing beyond its own networks",
+        )
+    )
     if gateway_networks:
         lines.append(f"  {GATEWAY}:")
         lines.append(f"    image: {json.dumps(tags['gateway'])}")
         lines.append("    pull_policy: never")
+        lines.append(f"    dns: {flow([NO_RESOLVER])}")
         lines.append("    init: true")
         lines.append(f"    networks: {flow(sorted(gateway_networks))}")
         changes.append(

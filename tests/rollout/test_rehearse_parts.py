@@ -125,3 +125,16 @@ def test_an_engine_started_by_its_images_entrypoint_is_an_engine_and_told_to_sta
     )
     # An engine whose command names its program keeps the file's own entrypoint.
     assert text.count("entrypoint") == 1
+
+
+def test_no_rehearsed_container_resolves_an_outside_name(tmp_path: Path) -> None:
+    override = render(read_stack(model()), "p", TAGS, tmp_path)
+    services = [
+        line for line in override.text.splitlines() if line.startswith("  ") and not line.startswith("   ")
+    ]
+    # Every service, the stand-in gateway included, forwards outside names to a resolver
+    # that is not there; Docker's own DNS still answers the project's names.
+    assert override.text.count('dns: ["127.0.0.1"]') == len(services) == 7
+    assert any(
+        change.service == "every service" and change.what.startswith("dns") for change in override.changes
+    )
