@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tierops import layout
 from tierops.errors import InputError
+from validators import provenance
 from validators.context import Context
 from validators.findings import START, Finding, Level, error
 from validators.loader import load_file, parse
@@ -123,8 +124,11 @@ def run(
         except InputError as exc:
             report.unreadable.append(exc)
             continue
-        if path.resolve().parent == fleet_prod and "prod-config" in rules:
-            found = [*_unclaimed(path, display, ctx), *found]
+        if path.resolve().parent == fleet_prod:
+            if "prod-config" in rules:
+                found = [*_unclaimed(path, display, ctx), *found]
+            # Only the fleet's own files were rendered from the fleet's data.
+            found = provenance.trace(provenance.read_lines(path), found)
         shown, cut = capped(found, cap)
         report.findings.extend(shown)
         report.omitted += cut
