@@ -61,7 +61,24 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="seconds to wait for health (default: from the file's healthchecks, at most 600)",
     )
+    parser.add_argument(
+        "--cold-start",
+        type=_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="stand-in engines answer 503 for this long after they start, as a loading engine does (default: 0)",
+    )
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
+    return value
 
 
 def read_env(path: Path) -> dict[str, str]:
@@ -121,7 +138,13 @@ def _rehearse_all(
         say(f"rehearse: {file}")
         started = time.monotonic()
         result = Rehearsal(
-            docker, file.resolve(), built.tags, say, timeout=args.timeout, keep=args.keep
+            docker,
+            file.resolve(),
+            built.tags,
+            say,
+            timeout=args.timeout,
+            keep=args.keep,
+            cold_start=args.cold_start,
         ).run()
         verdict = "ok" if result.failed is None else f"FAILED at {result.failed}"
         say(f"rehearse: {file}: {verdict} in {time.monotonic() - started:.1f} s")

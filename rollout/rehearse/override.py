@@ -23,6 +23,8 @@ from tierops.argv import engine_program
 
 # The only upstream resolver a rehearsed container gets: its own loopback, where nothing answers.
 NO_RESOLVER = "127.0.0.1"
+# Read by the stand-in engine: seconds it answers 503 after starting (standin.py).
+COLD_START_ENV = "REHEARSE_COLD_START_S"
 ENGINE_PROGRAMS = ("sglang", "vllm")
 GATEWAY = "tierops-rehearse-gateway"
 GATEWAY_PORT = 8000
@@ -255,7 +257,9 @@ def _outside_services(
     return environment
 
 
-def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Override:
+def render(
+    stack: Stack, project: str, tags: dict[str, str], work: Path, *, cold_start: float = 0.0
+) -> Override:
     """The override's text and its changes; host-path stand-ins are created under `work`."""
     changes: list[Change] = []
     engine_images = {str(stack.services[engine].get("image")) for engine in stack.engines}
@@ -311,6 +315,13 @@ def render(stack: Stack, project: str, tags: dict[str, str], work: Path) -> Over
             if original != name:
                 fields["networks"] = {net: {"aliases": [original]} for net in (spec.get("networks") or {})}
         environment = _outside_services(name, spec, changes, gateway_networks)
+        if cold_start and name in stack.engines:
+            environment[COLD_START_ENV] = f"{cold_start:g}"
+            changes.append(
+                Change(
+                    name, f"{COLD_START_ENV}={cold_start:g}", "a loading engine's cold start (--cold-start)"
+                )
+            )
         if environment:
             fields["environment"] = environment
         # Docker's own DNS still answers the project's service names; a name outside

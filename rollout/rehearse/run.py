@@ -78,6 +78,7 @@ class Rehearsal:
     say: Callable[[str], None]
     timeout: float | None = None
     keep: bool = False
+    cold_start: float = 0.0
     project: str = field(default_factory=lambda: f"rehearse-{secrets.token_hex(4)}")
     work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="tierops-rehearse-")))
     stack: Stack | None = None
@@ -173,7 +174,7 @@ class Rehearsal:
         self.stack = read_stack(json.loads(proc.stdout))
         if not self.stack.services:
             raise ProbeFailed("config", "the file has no services, in any profile")
-        override = render(self.stack, self.project, self.tags, self.work)
+        override = render(self.stack, self.project, self.tags, self.work, cold_start=self.cold_start)
         self.override = self.work / "override.yaml"
         self.override.write_text(override.text, encoding="utf-8")
         engines = ", ".join(f"{name} ({kind})" for name, kind in self.stack.engines.items()) or "none"

@@ -4,7 +4,8 @@
   engine   an SGLang or vLLM server: ARGS are the compose file's command (`sglang serve
            --port 8000 ...`); it listens where that argv says and answers /health,
            /v1/models, /v1/chat/completions (plain and SSE), /metrics and /get_server_info
-           (the server args parsed from its own argv, for the rehearsal's probe).
+           (the server args parsed from its own argv, for the rehearsal's probe); with
+           REHEARSE_COLD_START_S set, it answers 503 for that many seconds first.
   proxy    the engines' load balancer: reads the proxy's own environment contract
            (VLLM_BACKEND_URLS, LISTEN_ADDR, PROXY_API_TOKEN) and forwards round robin.
   gateway  the upstream gateway a registrar announces itself to: accepts any request.
@@ -105,7 +106,10 @@ class EngineHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
-        if path in ("/health", "/health_generate", "/ping"):
+        if time.monotonic() < READY_AT:
+            # Loading, as a real engine is while it reads weights: every endpoint refuses.
+            self.reply(503, b'{"error": "loading"}')
+        elif path in ("/health", "/health_generate", "/ping"):
             self.reply(200, b"")
         elif path == "/v1/models":
             data = {
@@ -131,6 +135,9 @@ class EngineHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b"{}"
+        if time.monotonic() < READY_AT:
+            self.reply(503, b'{"error": "loading"}')
+            return
         if self.path.split("?", 1)[0] not in ("/v1/chat/completions", "/v1/completions", "/generate"):
             self.reply(404, b'{"error":"not found"}')
             return
@@ -174,6 +181,10 @@ class EngineHandler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": 1, "completion_tokens": 4, "total_tokens": 5},
         }
         self.reply(200, json.dumps(data).encode())
+
+
+# When the stand-in engine starts answering (REHEARSE_COLD_START_S after it starts).
+READY_AT = time.monotonic() + float(os.environ.get("REHEARSE_COLD_START_S") or 0)
 
 
 def serve_engine(argv: list[str]) -> None:

@@ -138,3 +138,20 @@ def test_no_rehearsed_container_resolves_an_outside_name(tmp_path: Path) -> None
     assert any(
         change.service == "every service" and change.what.startswith("dns") for change in override.changes
     )
+
+
+def test_a_cold_start_is_given_to_the_engines_only(tmp_path: Path) -> None:
+    text = render(read_stack(model()), "p", TAGS, tmp_path, cold_start=5).text
+    assert text.count('"REHEARSE_COLD_START_S": "5"') == 1
+    block = text.split('  "e1":\n', 1)[1].split('\n  "', 1)[0]
+    assert '"REHEARSE_COLD_START_S": "5"' in block
+    assert "REHEARSE_COLD_START_S" not in render(read_stack(model()), "p", TAGS, tmp_path).text
+
+
+def test_a_cold_start_out_of_range_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("services: {}\n", encoding="utf-8")
+    assert main(["--cold-start", "-1", str(path)]) == 2
+    assert "is not a number of seconds from 0 to 3600" in capsys.readouterr().err
