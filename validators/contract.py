@@ -1,8 +1,8 @@
 """The declarative contracts under validators/contracts/, read into typed values.
 
-glm53.yaml says what every prod file must contain; engine-build.yaml says which
-engine flags exist (the manifest plus declared patch flags) and which combinations
-break at startup. Rules read these values; they never import generators/.
+A stack's contract (`<stack>.yaml`) says what every prod file it claims must contain;
+engine-build.yaml says which engine flags exist (the manifest plus declared patch flags)
+and which combinations break at startup. Rules read these values; they never import generators/.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from tierops.errors import InputError
 from tierops.yamlload import LoadError, load_path
 
 CONTRACTS = layout.contracts_dir()
-DEFAULT_CONTRACT = CONTRACTS / "glm53.yaml"
 DEFAULT_BUILD = CONTRACTS / "engine-build.yaml"
 
 
@@ -183,7 +182,7 @@ def _str_map(values: Any) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=8)
-def load_contract(path: Path = DEFAULT_CONTRACT) -> Contract:
+def load_contract(path: Path) -> Contract:
     raw = _read(path)
     try:
         return _contract(path, raw)

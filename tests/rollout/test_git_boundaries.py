@@ -19,8 +19,6 @@ from tests.rollout.release_world import (
     World,
     days,
     git,
-    isolate_git,
-    make_world,
     release_base,
     tagged_commits,
 )
@@ -28,12 +26,6 @@ from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode
 
 ONE = "services:\n  app:\n    image: busybox\n    command: [echo, one]\n"
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    isolate_git(monkeypatch, tmp_path)
-    return make_world(tmp_path)
 
 
 # --------------------------------------------------------------------------- arguments

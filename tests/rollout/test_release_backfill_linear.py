@@ -21,20 +21,12 @@ from tests.rollout.release_world import (
     days,
     edit_services,
     git,
-    isolate_git,
-    make_world,
     release_base,
     set_flag,
     tagged_commits,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    isolate_git(monkeypatch, tmp_path)
-    return make_world(tmp_path)
 
 
 def test_a_backfill_parses_each_tag_message_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ import pytest
 from rollout import release
 from rollout.cli import main
 from tests.rollout.history_text import shown
-from tests.rollout.release_world import LONG, R2, T0, World, days, git, isolate_git, make_world, set_flag
+from tests.rollout.release_world import LONG, R2, T0, World, days, git, set_flag
 from tierops.checkmatrix import digest
 
 # A check that passes and writes a (minimal) record where `nox -s check` writes its own.
@@ -28,12 +28,6 @@ WRITES_RECORD = shlex.join(
     ]
 )
 WRITES_NOTHING = shlex.join([sys.executable, "-c", "pass"])
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    isolate_git(monkeypatch, tmp_path)
-    return make_world(tmp_path)
 
 
 def message(world: World, name: str) -> str:

@@ -41,12 +41,6 @@ from tierops.yamlio import load_roundtrip
 MINUTES_10 = days(10 / (24 * 60))
 
 
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    isolate_git(monkeypatch, tmp_path)
-    return make_world(tmp_path)
-
-
 def at(monkeypatch: pytest.MonkeyPatch, now: datetime) -> None:
     """The clock: the one thing these tests fake."""
     monkeypatch.setattr(release, "utcnow", lambda: now)

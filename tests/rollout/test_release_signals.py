@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from rollout.tags import KILL_GRACE_ENV, KILL_GRACE_SECONDS, kill_grace_seconds
-from tests.rollout.release_world import ROOT, World, git, isolate_git, make_world, without_progress
+from tests.rollout.release_world import ROOT, World, git, without_progress
 
 OVERRIDE_TAIL = (
     "from $TIEROPS_RELEASE_VERIFY replaces `nox -s tests check`: tags record it as skipped (override), never as passed\n"
@@ -46,12 +46,6 @@ report.with_suffix(".tmp").write_text(f"{os.getpid()} {child.pid} {os.getcwd()}"
 report.with_suffix(".tmp").rename(report)
 time.sleep(600)
 """
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    isolate_git(monkeypatch, tmp_path)
-    return make_world(tmp_path)
 
 
 def alive(pid: int) -> bool:

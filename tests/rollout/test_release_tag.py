@@ -31,8 +31,6 @@ from tests.rollout.release_world import (
     World,
     days,
     git,
-    isolate_git,
-    make_world,
     release_base,
     set_flag,
     tag_by_hand,
@@ -40,12 +38,6 @@ from tests.rollout.release_world import (
     without_progress,
 )
 from tierops.errors import RefusedError
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    isolate_git(monkeypatch, tmp_path)
-    return make_world(tmp_path)
 
 
 def tag(repo: Path, *args: str) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,20 +18,12 @@ from tests.rollout.release_world import (
     World,
     days,
     git,
-    isolate_git,
-    make_world,
     set_flag,
     tag_by_hand,
 )
 
 RC_REASON = "not a release name: releases are exactly v0.0.N (no suffix such as -rc, no leading zero)"
 LIGHT_REASON = "a lightweight tag, no record"
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    isolate_git(monkeypatch, tmp_path)
-    return make_world(tmp_path)
 
 
 def two_commits(world: World) -> tuple[str, str]:
