@@ -23,7 +23,7 @@ from generators.source import (
 )
 from tierops import layout
 from tierops.atomic import write_bytes_atomic
-from tierops.cli import guarded, parse
+from tierops.cli import guarded, parse, prog
 from tierops.errors import OutputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlio import PINNED_RUAMEL_VERSION, ruamel_version
@@ -50,7 +50,7 @@ another one with the same layout.
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m generators",
+        prog=prog("python -m generators"),
         description=DESCRIPTION,
         epilog=epilog("stale, missing or orphaned files (--check)"),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from rollout.masking import boundary
-from tierops.cli import guarded, parse
+from tierops.cli import guarded, parse, prog
 from tierops.exitcodes import epilog
 
 COMMANDS: dict[str, str] = {
@@ -35,7 +35,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with the command first in `argv` (as it is always typed), only that
     command's module is imported: of the others the top-level parser reads only names."""
     parser = argparse.ArgumentParser(
-        prog="python -m rollout",
+        prog=prog("python -m rollout"),
         description="Compare production files between git refs, plan their rollout, tag releases.",
         epilog=epilog("changes found (diff --exit-code) or a check failed"),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -13,11 +13,19 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TextIO
 
 from tierops.entry import Terminated, silence_stdout
 from tierops.errors import TieropsError
 from tierops.exitcodes import ExitCode
+
+
+def prog(module_form: str) -> str:
+    """The command's name in usage lines: the console command it was started as
+    (`tierops`, `tierops-validate`, ...), else its `python -m` form."""
+    started_as = Path(sys.argv[0]).name if sys.argv else ""
+    return started_as if started_as.startswith("tierops") else module_form
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:

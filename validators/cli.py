@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tierops import layout
-from tierops.cli import guarded, parse
+from tierops.cli import guarded, parse, prog
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 from validators import formats
@@ -34,7 +34,7 @@ def _count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     rules = "\n".join(f"  {rule_id:<17} {module.SUMMARY}" for rule_id, module in RULES.items())
     parser = argparse.ArgumentParser(
-        prog="python -m validators",
+        prog=prog("python -m validators"),
         description=(
             "Check production compose files against the contracts in validators/contracts/ "
             "and the pinned engine build's flag manifest.\n\nrule families:\n"

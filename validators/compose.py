@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tierops import layout
 from tierops.atomic import write_bytes_atomic
-from tierops.cli import guarded, parse
+from tierops.cli import guarded, parse, prog
 from tierops.composebin import (
     DUMMY_ENV,
     ComposeBinary,
@@ -76,7 +76,7 @@ mismatch is refused). Rendered JSON goes to build/rendered/<file stem>.json.
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m validators.compose",
+        prog=prog("python -m validators.compose"),
         description=DESCRIPTION,
         epilog=epilog(
             "findings: a variable without a dummy, an unused or real-looking dummy, a file compose rejects"

@@ -39,10 +39,10 @@ PROD_FILE = "GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml"
 # Each console command, its function in tierops/console.py, and the `python -m` module
 # whose behaviour it must keep (its `__main__` or its `if __name__ == "__main__":` block).
 SCRIPTS = {
-    "tierops": ("rollout", "rollout/__main__.py", "python -m rollout"),
-    "tierops-generate": ("generate", "generators/__main__.py", "python -m generators"),
-    "tierops-validate": ("validate", "validators/__main__.py", "python -m validators"),
-    "tierops-compose-check": ("compose_check", "validators/compose.py", "python -m validators.compose"),
+    "tierops": ("rollout", "rollout/__main__.py"),
+    "tierops-generate": ("generate", "generators/__main__.py"),
+    "tierops-validate": ("validate", "validators/__main__.py"),
+    "tierops-compose-check": ("compose_check", "validators/compose.py"),
 }
 
 
@@ -188,7 +188,7 @@ def _launch_call(tree: ast.AST) -> str:
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_a_console_command_launches_its_module_as_python_m_does(script: str) -> None:
-    function, main_file, _ = SCRIPTS[script]
+    function, main_file = SCRIPTS[script]
     assert PYPROJECT["project"]["scripts"][script] == f"tierops.console:{function}"
     console = ast.parse((ROOT / "tierops" / "console.py").read_text(encoding="utf-8"))
     (definition,) = [
@@ -251,7 +251,7 @@ def test_an_installed_tool_s_fleet_is_the_current_directory(
 def test_help(venv_bin: Path, tmp_path: Path, script: str) -> None:
     proc = _run([str(venv_bin / script), "--help"], tmp_path)
     assert proc.returncode == ExitCode.OK, proc.stderr
-    assert proc.stdout.startswith(f"usage: {SCRIPTS[script][2]} ")
+    assert proc.stdout.startswith(f"usage: {script} "), proc.stdout[:80]  # the name it was started by
     assert "exit codes" in proc.stdout.lower()
     assert proc.stderr == ""
 
