@@ -1,7 +1,8 @@
 """The two ends of a comparison: which commits (or the working tree), and their files.
 
-Defaults, in order: the base is `--base`, else `$TIEROPS_BASE_REF`, else the merge-base
-of HEAD and `origin/main`, else of HEAD and `main`, else HEAD itself; the head is
+Defaults, in order: the base is `--base`, else `$TIEROPS_BASE_REF`, else
+`$PRE_COMMIT_FROM_REF` (set by `pre-commit run --from-ref` and in pre-push hooks, so the
+diff hook compares the range pre-commit checks), else the merge-base of HEAD and `origin/main`, else of HEAD and `main`, else HEAD itself; the head is
 `--head`, else the working tree (untracked files included, so a new prod file shows).
 The environment variable exists because nox hands its positional arguments to every
 session of a chain (`nox -s check -- x` reaches pytest and the diff alike), so the
@@ -21,6 +22,7 @@ from tierops.errors import UsageError
 from tierops.yamlload import read_regular
 
 BASE_ENV = "TIEROPS_BASE_REF"
+PRE_COMMIT_ENV = "PRE_COMMIT_FROM_REF"
 DEFAULT_PATHS = ("prod",)
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -35,9 +37,10 @@ def resolve_base(repo: Path, explicit: str | None, environ: Mapping[str, str] | 
     env = os.environ if environ is None else environ
     if explicit:
         return Side(explicit, git.resolve(repo, explicit), "--base")
-    from_env = env.get(BASE_ENV, "").strip()
-    if from_env:
-        return Side(from_env, git.resolve(repo, from_env), f"${BASE_ENV}")
+    for name in (BASE_ENV, PRE_COMMIT_ENV):
+        from_env = env.get(name, "").strip()
+        if from_env:
+            return Side(from_env, git.resolve(repo, from_env), f"${name}")
     head = git.head_commit(repo)
     if head is None:
         raise UsageError("the repository has no commits yet", hint="pass --base REF")

@@ -21,6 +21,7 @@ from rollout.masking import mask_changeset, protect_source, write_masked
 from rollout.report_diff import RENDERERS
 from rollout.snapshot import (
     BASE_ENV,
+    PRE_COMMIT_ENV,
     Snapshot,
     check_paths_exist,
     read_snapshot,
@@ -40,9 +41,10 @@ change `docker compose config` would not show is no change. Where a line reads
 otherwise than the file, it ends with the author's text on each side, as written:
 `stop_grace_period: 5m -> 6m (written: 300s -> 6m)`.
 
-The base is --base, else ${BASE_ENV}, else the merge-base of HEAD and origin/main, else
-of HEAD and main, else HEAD. (nox passes its positional arguments to every session of
-a chain, so `nox -s diff` reads the base from ${BASE_ENV}, never from posargs.)
+The base is --base, else ${BASE_ENV}, else ${PRE_COMMIT_ENV} (pre-commit's --from-ref),
+else the merge-base of HEAD and origin/main, else of HEAD and main, else HEAD. (nox
+passes its positional arguments to every session of a chain, so `nox -s diff` reads the
+base from ${BASE_ENV}, never from posargs.)
 
 Formats: text (terminal), markdown (GitHub step summary, <= 1 MiB), json (the change
 model: applying it to the base yields the head). A value under a secret-like key on

