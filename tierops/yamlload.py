@@ -39,7 +39,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -183,6 +183,29 @@ def read_regular(path: Path, display: str, *, limit: int = MAX_BYTES) -> bytes:
         raise InputError(f"cannot read: {exc.strerror}", where=display) from None
     finally:
         os.close(fd)
+
+
+# A top-level `services:` key, as a compose file has: what `--compose-only` looks for.
+_SERVICES_KEY = re.compile(rb"""^(?:services|"services"|'services')[ \t]*:""", re.MULTILINE)
+COMPOSE_ONLY_HELP = (
+    "of the files named, skip those that are not compose files (no top-level `services:` "
+    "key: a workflow, a config), for hooks that are handed every YAML file"
+)
+
+
+def compose_files(paths: Sequence[Path]) -> list[Path]:
+    """The paths whose text has a top-level `services:` key; a path that cannot be read is
+    kept, so that the command reading it says why."""
+    kept: list[Path] = []
+    for path in paths:
+        try:
+            data = read_regular(path, str(path))
+        except InputError:
+            kept.append(path)
+            continue
+        if _SERVICES_KEY.search(data):
+            kept.append(path)
+    return kept
 
 
 def _kind(mode: int) -> str:

@@ -16,6 +16,7 @@ from tierops import layout
 from tierops.cli import guarded, parse, prog
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
+from tierops.yamlload import COMPOSE_ONLY_HELP, compose_files
 from validators import formats
 from validators.context import load_context
 from validators.findings import Level
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run only this rule family (repeatable; default: all)",
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail the run too (exit 1)")
+    parser.add_argument("--compose-only", action="store_true", help=COMPOSE_ONLY_HELP)
     parser.add_argument(
         "--max-findings",
         type=_count,
@@ -103,7 +105,11 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
             out.write(f"{rule_id}: {summary}\n")
         return ExitCode.OK
-    given = [(path, str(path)) for path in args.files]
+    named = compose_files(args.files) if args.compose_only else args.files
+    if args.files and not named:
+        out.write(f"no compose files among the {len(args.files)} named\n")
+        return ExitCode.OK
+    given = [(path, str(path)) for path in named]
     files = given or [(path, layout.shown(path)) for path in sorted(layout.prod_dir().glob("*.yaml"))]
     if not files:
         raise UsageError(

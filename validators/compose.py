@@ -43,6 +43,7 @@ from tierops.composebin import (
 )
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
+from tierops.yamlload import COMPOSE_ONLY_HELP, compose_files
 from validators.interpolation import (
     RULE_FAKE,
     RULE_SYNTAX,
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "files", nargs="*", type=Path, metavar="FILE", help="compose files (default: prod/*.yaml)"
     )
+    parser.add_argument("--compose-only", action="store_true", help=COMPOSE_ONLY_HELP)
     parser.add_argument(
         "--env-file",
         type=Path,
@@ -151,8 +153,12 @@ def _run(args: argparse.Namespace) -> int:
         print(binary.origin)
         return ExitCode.OK
 
-    whole_set = not args.files
-    files = _files(args.files)
+    named = compose_files(args.files) if args.compose_only else args.files
+    if args.files and not named:
+        print(f"no compose files among the {len(args.files)} named")
+        return ExitCode.OK
+    whole_set = not named
+    files = _files(named)
     github = args.format == "github" or (args.format == "auto" and bool(os.environ.get("GITHUB_ACTIONS")))
 
     # Stage 1, before rendering: what each file interpolates, against the dummy values.

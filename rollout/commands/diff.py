@@ -30,6 +30,7 @@ from rollout.snapshot import (
     resolve_head,
 )
 from tierops.exitcodes import ExitCode, epilog
+from tierops.yamlload import COMPOSE_ONLY_HELP, compose_files
 
 NAME = "diff"
 HELP = "semantic diff of the compose files between a base ref and the working tree"
@@ -75,6 +76,7 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_selection_arguments(parser)
+    parser.add_argument("--compose-only", action="store_true", help=COMPOSE_ONLY_HELP)
     parser.add_argument(
         "--exit-code", action="store_true", help="exit 1 when there are changes (2 on errors)"
     )
@@ -103,6 +105,14 @@ def load_sides(args: argparse.Namespace) -> tuple[Path, Snapshot, Snapshot, Chan
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.compose_only and args.paths:
+        # Named files only (a hook's); a directory is read for its YAML files as always.
+        named = [Path(path) for path in args.paths]
+        kept = {str(path) for path in compose_files([path for path in named if not path.is_dir()])}
+        args.paths = [str(path) for path in named if path.is_dir() or str(path) in kept]
+        if not args.paths:
+            print(f"no compose files among the {len(named)} named")
+            return ExitCode.OK
     _, changeset = load_changeset(args)
     report = RENDERERS[args.format](changeset)
     if args.format == "text" and colour.wanted(sys.stdout, os.environ):

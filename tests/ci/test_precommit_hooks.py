@@ -212,3 +212,56 @@ def test_diff_fails_on_a_file_compose_cannot_read(hooks: Hooks, tmp_path: Path) 
     assert _outcome(proc.stdout, "tierops semantic diff") == "Failed"
     assert "compose.yaml:" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+# A fleet file named after its model, as fleets name them, next to YAML that is not compose.
+MODEL_FILE = "Model-7B-TP1.yaml"
+WORKFLOW = "on: push\njobs:\n  check:\n    runs-on: ubuntu-24.04\n    steps: [{run: make}]\n"
+
+
+def test_hooks_find_compose_files_by_content_not_by_name(hooks: Hooks, tmp_path: Path) -> None:
+    repo = hooks.repo(tmp_path / "fleet", {MODEL_FILE: PINNED, ".github/workflows/ci.yaml": WORKFLOW})
+    (repo / MODEL_FILE).write_text(UNPINNED, encoding="utf-8")
+    (repo / ".github/workflows/ci.yaml").write_text(WORKFLOW + "# edited\n", encoding="utf-8")
+    proc = hooks.run(repo, "tierops-validate")
+    assert proc.returncode == 1
+    findings = [line for line in proc.stdout.splitlines() if ": [" in line]
+    assert findings == [UNPINNED_FINDING.replace("compose.yaml", MODEL_FILE)]
+    diff = hooks.run(repo, "tierops-diff")
+    assert diff.returncode == 0, diff.stdout
+    assert f"  web: image: nginx:1.27@{DIGEST} -> nginx:1.27" in diff.stdout.splitlines()
+    assert "ci.yaml" not in diff.stdout
+
+
+def test_try_repo_runs_the_validators_on_another_repository_s_file(tmp_path: Path) -> None:
+    """`pre-commit try-repo`, as a team trying the hooks out runs it: no config file, the
+    hook repository named on the command line."""
+    hooks_repo = tmp_path / "hooks"
+    _hooks_repository(hooks_repo)
+    repo = tmp_path / "theirs"
+    repo.mkdir()
+    (repo / MODEL_FILE).write_text(UNPINNED, encoding="utf-8")
+    (repo / "ci.yaml").write_text(WORKFLOW, encoding="utf-8")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pre_commit",
+            "try-repo",
+            str(hooks_repo),
+            "tierops-validate",
+            "--all-files",
+            "--color",
+            "never",
+        ],
+        cwd=repo,
+        env=_env(tmp_path / "pre-commit-home"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = [line for line in proc.stdout.splitlines() if ": [" in line]
+    assert findings == [UNPINNED_FINDING.replace("compose.yaml", MODEL_FILE)]

@@ -358,3 +358,23 @@ def test_a_plain_decimal_resolves_as_the_general_path_reads_it(digits: str) -> N
     # the one-call path for plain decimals must read every digit string the same way.
     read, general = resolve_plain(digits), resolve_plain("+" + digits)
     assert (type(read), read) == (type(general), general)
+
+
+def test_compose_files_keeps_files_with_a_top_level_services_key(tmp_path: Path) -> None:
+    from tierops.yamlload import compose_files
+
+    texts = {
+        "plain.yaml": "services:\n  a: {image: x}\n",
+        "quoted.yaml": '"services": {}\n',
+        "later.yaml": "name: p\n\nservices :\n  a: {}\n",
+        "nested.yaml": "x:\n  services:\n    a: {}\n",
+        "workflow.yaml": "on: push\njobs: {}\n",
+        "comment.yaml": "# services: none here\nkey: 1\n",
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    missing = tmp_path / "missing.yaml"
+    paths = [tmp_path / name for name in texts] + [missing]
+    kept = [path.name for path in compose_files(paths)]
+    # an unreadable path stays, so that the command reading it says why
+    assert kept == ["plain.yaml", "quoted.yaml", "later.yaml", "missing.yaml"]
