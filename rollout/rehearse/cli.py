@@ -99,7 +99,21 @@ def read_env(path: Path) -> dict[str, str]:
 
 
 def say(text: str) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(CLEAR)  # the progress line goes before the result replaces it
+        sys.stderr.flush()
     print(text, flush=True)
+
+
+# On a terminal, the probe under way is one line on stderr, rewritten in place; in a pipe
+# or a log only the results are written, a line each.
+CLEAR = "\r\x1b[K"
+
+
+def progress(text: str) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"{CLEAR}  ...  {text}")
+        sys.stderr.flush()
 
 
 def _hangup(signum: int, frame: object) -> None:
@@ -145,6 +159,7 @@ def _rehearse_all(
             timeout=args.timeout,
             keep=args.keep,
             cold_start=args.cold_start,
+            progress=progress,
         ).run()
         verdict = "ok" if result.failed is None else f"FAILED at {result.failed}"
         say(f"rehearse: {file}: {verdict} in {time.monotonic() - started:.1f} s")

@@ -79,6 +79,8 @@ class Rehearsal:
     timeout: float | None = None
     keep: bool = False
     cold_start: float = 0.0
+    # Which probe runs now: a live line on a terminal (rehearse/cli.py), else nothing.
+    progress: Callable[[str], None] = field(default=lambda _text: None)
     project: str = field(default_factory=lambda: f"rehearse-{secrets.token_hex(4)}")
     work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="tierops-rehearse-")))
     stack: Stack | None = None
@@ -134,14 +136,16 @@ class Rehearsal:
         started = time.monotonic()
         try:
             self.prepare()
-            for name, probe in (
+            probes = (
                 ("up", self.probe_up),
                 ("healthy", self.probe_healthy),
                 ("front-door", self.probe_front_door),
                 ("server-info", self.probe_server_info),
                 ("restart", self.probe_restart),
                 ("stop", self.probe_stop),
-            ):
+            )
+            for number, (name, probe) in enumerate(probes, 1):
+                self.progress(f"{self.file.name}: probe {name} ({number} of {len(probes)})")
                 begun = time.monotonic()
                 note = probe()
                 result.timings[name] = time.monotonic() - begun

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rollout.rehearse import cli as rehearse_cli
 from rollout.rehearse.cli import main
 from tests.dockerkit import daemon
 
@@ -45,13 +46,20 @@ def project_of(out: str) -> str:
     return found.group(1)
 
 
+PROBES = ("up", "healthy", "front-door", "server-info", "restart", "stop")
+
+
 def test_a_sound_stack_passes_every_probe_with_each_change_listed_and_leaves_nothing(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    under_way: list[str] = []
+    monkeypatch.setattr(rehearse_cli, "progress", under_way.append)
     code, out = rehearse(capsys, str(FIXTURES / "good.yaml"))
     assert code == 0, out
-    for probe in ("up", "healthy", "front-door", "server-info", "restart", "stop"):
+    for probe in PROBES:
         assert re.search(rf"^  ok   {probe} ", out, re.MULTILINE), (probe, out)
+    # each probe is announced before it runs (a live line on a terminal)
+    assert under_way == [f"good.yaml: probe {probe} ({n} of 6)" for n, probe in enumerate(PROBES, 1)]
     assert "door:8000 (http) -> 2 engine(s); door:8001 (http) answers, routes no completion" in out
     assert "engine-a: GPU reservation removed (no GPUs here)" in out
     assert re.search(r"engine-b: image registry\.invalid/engine@sha256:0+ -> tierops-rehearse/engine:", out)

@@ -3,11 +3,15 @@ durations, and the exit codes of usage errors and of a machine without Docker.""
 
 from __future__ import annotations
 
+import os
+import pty
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rollout.rehearse import cli as rehearse_cli
 from rollout.rehearse import docker as docker_module
 from rollout.rehearse.cli import main
 from rollout.rehearse.override import read_stack, render
@@ -155,3 +159,21 @@ def test_a_cold_start_out_of_range_is_a_usage_error(
     path.write_text("services: {}\n", encoding="utf-8")
     assert main(["--cold-start", "-1", str(path)]) == 2
     assert "is not a number of seconds from 0 to 3600" in capsys.readouterr().err
+
+
+def test_the_probe_under_way_is_a_live_line_on_a_terminal_and_nothing_in_a_pipe(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main_fd, terminal_fd = pty.openpty()
+    with os.fdopen(terminal_fd, "w", encoding="utf-8") as terminal:
+        monkeypatch.setattr(sys, "stderr", terminal)
+        rehearse_cli.progress("f.yaml: probe up (1 of 6)")
+        rehearse_cli.say("  ok   up (0.1 s)")
+        shown = os.read(main_fd, 4096).decode()
+    os.close(main_fd)
+    # written in place, then cleared before the result line
+    assert shown == "\r\x1b[K  ...  f.yaml: probe up (1 of 6)\r\x1b[K"
+    assert capsys.readouterr().out == "  ok   up (0.1 s)\n"
+    monkeypatch.undo()
+    rehearse_cli.progress("f.yaml: probe up (1 of 6)")
+    assert capsys.readouterr() == ("", "")  # not a terminal: the results alone
