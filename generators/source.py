@@ -7,8 +7,9 @@ renderer only ever sees data that makes sense.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,18 @@ class _Reader:
     def fail(self, where: Mark, message: str) -> None:
         self.problems.append(f"{where}: {message}")
 
+    def known(self, container: Any, keys: Sequence[str], what: str) -> None:
+        """Every key of `container` is one of `keys`: a misspelt key would be ignored, and
+        the default it leaves is not what its author meant."""
+        if not hasattr(container, "items"):
+            return
+        for key in container:
+            if key in keys:
+                continue
+            near = difflib.get_close_matches(str(key), keys, n=1, cutoff=0.75)
+            hint = f"did you mean '{near[0]}'?" if near else f"known: {', '.join(sorted(keys))}"
+            self.fail(self.at(container, key), f"{what}: unknown key '{key}'; {hint}")
+
     def mapping(self, container: Any, key: str, *, required: bool = True) -> Any:
         value = container.get(key) if hasattr(container, "get") else None
         if value is None:
@@ -219,14 +232,33 @@ def fill(text: str, values: Mapping[str, str]) -> str:
     return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
+# The keys each part of a stack's data may hold.
+SOURCE_KEYS = (
+    "images", "project", "model", "engine", "replicas", "services", "scrape", "volumes",
+    "networks", "configs", "collector_config",
+)  # fmt: skip
+MODEL_KEYS = ("served_name", "repo", "revision", "precision", "cache_dir")
+ENGINE_KEYS = (
+    "name", "port", "variant", "required_features", "feature_options", "argv", "environment", "service",
+)  # fmt: skip
+VARIANT_KEYS = ("build", "quantization", "hardware", "parallel")
+REPLICA_KEYS = ("instance", "gpus", "rendezvous_port")
+TARGET_KEYS = (
+    "tier", "hosts", "project", "profile", "discovery_port", "registrar_environment", "replicas",
+    "host_variables",  # read by the rollout plan, not rendered: the variables every host sets
+)  # fmt: skip
+
+
 def load_source(path: Path, *, display: str | None = None) -> Source:
     shown = display or _display(path)
     doc = load_roundtrip(path, display=shown)
     if not hasattr(doc, "items"):
         raise InputError("the source must be a YAML mapping", where=f"{shown}:1:1")
     r = _Reader(shown)
+    r.known(doc, SOURCE_KEYS, "source")
     images = _images(r, doc)
     model_map = r.mapping(doc, "model") or {}
+    r.known(model_map, MODEL_KEYS, "model")
     model = Model(
         served_name=r.scalar(model_map, "served_name", str) or "",
         repo=r.scalar(model_map, "repo", str) or "",
@@ -293,7 +325,9 @@ def _images(r: _Reader, doc: Any) -> dict[str, str]:
 
 def _engine(r: _Reader, doc: Any) -> EngineSkeleton:
     engine_map = r.mapping(doc, "engine") or {}
+    r.known(engine_map, ENGINE_KEYS, "engine")
     variant_map = r.mapping(engine_map, "variant") or {}
+    r.known(variant_map, VARIANT_KEYS, "engine.variant")
     env_map = r.mapping(engine_map, "environment") or {}
     parallel = r.mapping(variant_map, "parallel", required=False) or {}
     for token, flag in parallel.items():
@@ -373,6 +407,7 @@ def _replicas(r: _Reader, doc: Any) -> dict[str, Replica]:
         if not hasattr(spec, "items"):
             r.fail(r.at(doc["replicas"], name), f"replica '{name}' must be a mapping")
             continue
+        r.known(spec, REPLICA_KEYS, f"replica '{name}'")
         replicas[str(name)] = Replica(
             name=str(name),
             instance=r.scalar(spec, "instance", str) or "",
@@ -397,23 +432,7 @@ def load_targets(source: Source, path: Path, *, display: str | None = None) -> l
         if not hasattr(spec, "items"):
             r.fail(where, f"target '{name}' must be a mapping")
             continue
-        known_keys = {
-            "tier",
-            "hosts",
-            "project",
-            "profile",
-            "discovery_port",
-            "registrar_environment",
-            "replicas",
-            # Read by the rollout plan, not rendered: the variables every host sets.
-            "host_variables",
-        }
-        for key in spec:
-            if key not in known_keys:
-                r.fail(
-                    r.at(spec, key),
-                    f"target '{name}': unknown key '{key}' (known: {', '.join(sorted(known_keys))})",
-                )
+        r.known(spec, TARGET_KEYS, f"target '{name}'")
         tier = r.scalar(spec, "tier", str)
         if tier is not None and tier not in TIERS:
             r.fail(

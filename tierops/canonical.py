@@ -1703,6 +1703,8 @@ _HANDLERS: dict[str, Handler] = {
     "mac_address": _string,
     "userns_mode": _string,
 }
+# The service keys this model reads: what a misspelt key is compared with for a hint.
+SERVICE_KEYS = tuple(sorted(_HANDLERS))
 
 # Service keys whose spellings are modelled (the equivalence tests cover them); the
 # rest are compared as written.

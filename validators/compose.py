@@ -25,12 +25,16 @@ A failing case (the dummy for HUGGING_FACE_HUB_TOKEN deleted; compose only warns
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tierops import layout
 from tierops.atomic import write_bytes_atomic
+from tierops.canonical import SERVICE_KEYS
 from tierops.cli import guarded, parse, prog
 from tierops.composebin import (
     DUMMY_ENV,
@@ -41,9 +45,9 @@ from tierops.composebin import (
     find_compose,
     run_config_many,
 )
-from tierops.errors import UsageError
+from tierops.errors import InputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
-from tierops.yamlload import COMPOSE_ONLY_HELP, compose_files
+from tierops.yamlload import COMPOSE_ONLY_HELP, LoadError, YMap, compose_files, load_path
 from validators.interpolation import (
     RULE_FAKE,
     RULE_SYNTAX,
@@ -252,7 +256,39 @@ def _report_render(scan: FileScan, result: ConfigResult, rendered_dir: Path) -> 
         if line != error:
             print(f"         | {line}")
     _print_warnings(result)
-    return [Problem(scan.shown, 1, 1, RULE_RENDER, f"docker compose config failed: {error}")]
+    at_line, at_col, hint = _unknown_key(scan, error)
+    return [Problem(scan.shown, at_line, at_col, RULE_RENDER, f"docker compose config failed: {error}{hint}")]
+
+
+# Compose's schema refusal of a key it does not know: `services.web additional properties
+# 'enviroment' not allowed` (one key; several are not located).
+_UNKNOWN_KEY = re.compile(r"(?P<at>[\w.-]+) additional properties '(?P<key>[^']+)' not allowed")
+
+
+def _unknown_key(scan: FileScan, error: str) -> tuple[int, int, str]:
+    """Where the key Compose refused is written, with the service key it is a near miss
+    of (from the keys this tool models); else the file's start and no hint."""
+    found = _UNKNOWN_KEY.search(error)
+    if found is None:
+        return 1, 1, ""
+    try:
+        loaded = load_path(scan.path, scan.shown)
+    except (InputError, LoadError):
+        return 1, 1, ""
+    node: Any = loaded.documents[0] if loaded.documents else None
+    for part in found.group("at").split("."):
+        node = node.get(part) if isinstance(node, YMap) else None
+    key = found.group("key")
+    if not isinstance(node, YMap) or key not in node:
+        return 1, 1, ""
+    pos = node.at(key)
+    parts = found.group("at").split(".")
+    near = (
+        difflib.get_close_matches(key, SERVICE_KEYS, n=1, cutoff=0.75)
+        if parts[0] == "services" and len(parts) == 2
+        else []
+    )
+    return pos.line, pos.col, (f"; did you mean '{near[0]}'?" if near else "")
 
 
 def _print_warnings(result: ConfigResult) -> None:

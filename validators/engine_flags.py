@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from tierops.argv import aliases_for
 from validators.context import Context
-from validators.findings import START, Finding, Pos, error, warning
+from validators.findings import START, Finding, Pos, error, flag_cause, warning
 from validators.manifest import FlagSpec
 from validators.model import ComposeFile, Service, Token
 
@@ -195,7 +195,7 @@ def _check_engine(path: str, service: Service, ctx: Context) -> Iterator[Finding
                     ID,
                     f"{name} flag {written} does not exist in {build} and is not a declared patch flag (validators/contracts/engine-build.yaml)"
                     + _did_you_mean(written, ctx),
-                )
+                )._replace(cause=flag_cause(name, written))
             # Skip what looks like its value so one unknown flag is one finding.
             index += 1
             while not sep and index < len(tokens) and not _FLAG.match(tokens[index].text):

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from tierops.yamlload import START, Pos  # one position type for the loader and the findings
 
-__all__ = ["START", "Finding", "Level", "Pos", "error", "warning"]
+__all__ = ["START", "Finding", "Level", "Pos", "error", "flag_cause", "warning"]
 
 
 class Level(StrEnum):
@@ -26,9 +26,19 @@ class Finding(NamedTuple):
     rule: str
     level: Level
     message: str
+    # What went wrong, when two families can see it (`SERVICE --flag` for a flag that is
+    # misspelt): findings of one file with one cause are one finding (runner.py).
+    cause: str = ""
+    # The stack data line that wrote the value (provenance.py), for a fleet prod file.
+    source: str = ""
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.path, self.line, self.col, self.rule, self.message)
+
+
+def flag_cause(service: str, flag: str) -> str:
+    """The cause of every finding about `flag` being written on `service` (Finding.cause)."""
+    return f"{service} {flag}"
 
 
 def error(path: str, pos: Pos, rule: str, message: str) -> Finding:

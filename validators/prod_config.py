@@ -30,16 +30,18 @@ Failing example (the ingestion flag dropped on r2)::
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tierops import layout
 from tierops.canonical import canonical_value, flow, normalize_image, runtime_form
 from tierops.yamlload import scalar_text
 from validators.collector import collector
 from validators.context import Context
 from validators.contract import Contract, FileContract, Replica
-from validators.findings import Finding, Pos, error
+from validators.findings import Finding, Pos, error, flag_cause
 from validators.model import HOST_GPUS, ComposeFile, Flag, Service, Token
 
 ID = "prod-config"
@@ -51,7 +53,46 @@ SUMMARY = "the argv/env/variant/GPU/parity/pool/pairing contract of the stack th
 _VARIANT_PART = re.compile(r"\[-(?P<feature>[a-z0-9_]+)\]")
 
 
+# Which key of the contract a finding's "the contract ..." reads, by the finding's words;
+# a finding whose value may come from several keys names the file alone.
+_CONTRACT_KEYS = (
+    (re.compile(r"the contract's service"), "services"),
+    (re.compile(r" program is |has no command; the contract argv"), "engines.program"),
+    (
+        re.compile(r"\(feature \S+\), which the contract does not give (?P<r>\S+) of (?P<f>\S+)$"),
+        "files.{f}.replicas.{r}.features",
+    ),
+    (re.compile(r" argv (?:has|repeats) | out of contract order"), "engines.argv"),
+    (re.compile(r" env \S+ is '| env has \S+, which is not"), "engines.env"),
+    (re.compile(r" GPU"), "engines.replicas"),
+    (re.compile(r"\(the pinned snapshot\)$"), "downloader.argv"),
+    (re.compile(r"the contract for (?P<f>\S+) says"), "files.{f}"),
+)
+
+
+def _cite(finding: Finding, contract_file: str) -> Finding:
+    """A finding that quotes the contract names the contract file (and key) it read."""
+    if "contract" not in finding.message:
+        return finding
+    key = next(
+        (
+            template.format(**found.groupdict())
+            for pattern, template in _CONTRACT_KEYS
+            if (found := pattern.search(finding.message))
+        ),
+        "",
+    )
+    cited = f"{contract_file}: {key}" if key else contract_file
+    return finding._replace(message=f"{finding.message} ({cited})")
+
+
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    contract_file = layout.shown(ctx.claimed.path)
+    for finding in _check(compose, ctx):
+        yield _cite(finding, contract_file)
+
+
+def _check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     contract = ctx.claimed
     path = compose.path
     file = contract.files[compose.stem]
@@ -170,6 +211,11 @@ def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
             continue
         first[flag.flag] = flag
     feature_of = {item[0]: feature.name for feature in contract.features.values() for item in feature.argv}
+    typo_of = _typos(
+        [flag_name for flag_name in order if flag_name not in first],
+        [flag.flag for flag in first.values() if flag.flag not in want and flag.flag not in feature_of],
+    )
+    meant = {written: flag_name for flag_name, written in typo_of.items()}
     for flag in first.values():
         if flag.flag not in want:
             if flag.flag in feature_of:
@@ -180,13 +226,18 @@ def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
                     f"{name} argv has {flag.flag} (feature {feature_of[flag.flag]}), which the contract does not give {replica.name} of {file.stem}",
                 )
             else:
-                yield error(path, flag.pos, ID, f"{name} argv has {flag.flag}, which is not in the contract")
+                hint = f"; did you mean {meant[flag.flag]}, which it lacks?" if flag.flag in meant else ""
+                yield error(
+                    path, flag.pos, ID, f"{name} argv has {flag.flag}, which is not in the contract{hint}"
+                )._replace(cause=flag_cause(name, flag.flag))
     others = [other for r, other in engines if r.name != replica.name]
     for index, flag_name in enumerate(order):
         if flag_name in first:
             continue
         carriers = [other.name for other in others if any(f.flag == flag_name for f in other.flags())]
         carried = f", which {' and '.join(carriers)} carries" if carriers else ""
+        if flag_name in typo_of:
+            continue  # said with the near miss: "did you mean FLAG, which it lacks?"
         pos = _insertion_pos(service, first, order[:index])
         yield error(path, pos, ID, f"{name} argv lacks {flag_name}{carried}")
     for flag_name, value in want.items():
@@ -205,6 +256,17 @@ def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
                 path, flag.value_pos, ID, f"{name} {flag_name} is {flag.value}; the contract says {value}"
             )
     yield from _order(path, name, [f for f in first.values() if f.flag in want], order)
+
+
+def _typos(missing: Sequence[str], unexpected: Sequence[str]) -> dict[str, str]:
+    """Each contract flag `missing` here whose near miss is written instead (one typo,
+    said once): the missing flag -> what was written."""
+    typos: dict[str, str] = {}
+    for flag_name in missing:
+        near = difflib.get_close_matches(flag_name, unexpected, n=1, cutoff=0.85)
+        if near:
+            typos[flag_name] = near[0]
+    return typos
 
 
 def _insertion_pos(service: Service, present: dict[str, Flag], before: Sequence[str]) -> Pos:

@@ -55,8 +55,15 @@ def _traced(finding: Finding, lines: Sequence[str], data: list[tuple[str, list[s
     if len(hits) != 1:
         return finding
     name, number = hits[0]
+    return finding._replace(source=f"{name}:{number}")
+
+
+def where_to_fix(finding: Finding) -> Finding:
+    """The finding's message with the data line to fix, when it has one."""
+    if not finding.source:
+        return finding
     return finding._replace(
-        message=f"{finding.message}; written at {name}:{number}: fix it there, then `nox -s generate`"
+        message=f"{finding.message}; written at {finding.source}: fix it there, then `nox -s generate`"
     )
 
 

@@ -111,6 +111,6 @@ CHECKS: dict[str, tuple[str, str]] = {
 }
 # Finding-yielding functions that are parts of a check above, not checks of their own.
 HELPERS: dict[str, frozenset[str]] = {
-    prod_config.ID: frozenset({"_settings", "_order", "_pairing"}),
+    prod_config.ID: frozenset({"_check", "_settings", "_order", "_pairing"}),
     compose_hygiene.ID: frozenset({"_yaml_keys"}),
 }

@@ -64,7 +64,61 @@ def _rules(compose: object, ctx: Context, rules: Sequence[str]) -> list[Finding]
         found.extend(module.check(compose, ctx))
     # One mutation can be seen twice by one family (e.g. a value and its position);
     # identical findings are printed once.
-    return sorted(set(found), key=Finding.sort_key)
+    return one_per_cause(sorted(set(found), key=Finding.sort_key))
+
+
+# Which family speaks for a cause that several see: a flag the build does not know is said
+# best by engine-flags (with its "did you mean"); the contract's view of it is then noise.
+_SPEAKS_FIRST = ("engine-flags", "prod-config")
+
+
+def one_per_cause(findings: list[Finding]) -> list[Finding]:
+    """Of the findings with one cause (Finding.cause), the one the first family in
+    _SPEAKS_FIRST gives, else the first; findings without a cause all stay."""
+    rank = {rule: index for index, rule in enumerate(_SPEAKS_FIRST)}
+    speaker: dict[str, Finding] = {}
+    for finding in findings:
+        if not finding.cause:
+            continue
+        held = speaker.get(finding.cause)
+        if held is None or rank.get(finding.rule, len(rank)) < rank.get(held.rule, len(rank)):
+            speaker[finding.cause] = finding
+    return [finding for finding in findings if not finding.cause or speaker[finding.cause] is finding]
+
+
+def one_per_source(per_file: list[list[Finding]]) -> list[list[Finding]]:
+    """Per file, its findings, where one stack data line caused the same finding on
+    several services or files (the same family and message but for the service that
+    starts it) only the first, saying where else; each with the data line to fix."""
+
+    def key(finding: Finding) -> tuple[str, str, str]:
+        return (finding.rule, finding.source, finding.message.partition(" ")[2])
+
+    groups: dict[tuple[str, str, str], list[Finding]] = {}
+    for finding in (finding for found in per_file for finding in found if finding.source):
+        groups.setdefault(key(finding), []).append(finding)
+    result: list[list[Finding]] = []
+    for found in per_file:
+        kept: list[Finding] = []
+        for finding in found:
+            group = groups.get(key(finding), []) if finding.source else []
+            if group and group[0] is not finding:
+                continue  # said once, at the first place
+            kept.append(provenance.where_to_fix(_also_at(finding, group[1:])))
+        result.append(kept)
+    return result
+
+
+_NAMED = 5  # places named when one data line caused a finding in many
+
+
+def _also_at(finding: Finding, others: Sequence[Finding]) -> Finding:
+    if not others:
+        return finding
+    places = [f"{Path(other.path).name}:{other.line}" for other in others]
+    named = ", ".join(places[:_NAMED])
+    more = f" and {len(places) - _NAMED} more" if len(places) > _NAMED else ""
+    return finding._replace(message=f"{finding.message}; the same at {named}{more}")
 
 
 def _unclaimed(path: Path, display: str, ctx: Context) -> list[Finding]:
@@ -118,6 +172,7 @@ def run(
 ) -> Report:
     report = Report()
     fleet_prod = layout.prod_dir().resolve()
+    per_file: list[list[Finding]] = []
     for path, display in files:
         try:
             found = check_path(path, display, ctx, rules)
@@ -129,8 +184,10 @@ def run(
                 found = [*_unclaimed(path, display, ctx), *found]
             # Only the fleet's own files were rendered from the fleet's data.
             found = provenance.trace(provenance.read_lines(path), found)
+        per_file.append(found)
+        report.files += 1
+    for found in one_per_source(per_file):
         shown, cut = capped(found, cap)
         report.findings.extend(shown)
         report.omitted += cut
-        report.files += 1
     return report

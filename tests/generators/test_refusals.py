@@ -221,3 +221,24 @@ def test_an_unknown_or_doubled_role_is_refused_at_its_line(
         in lines
     )
     _assert_untouched(prod_copy)
+
+
+def test_a_misspelt_key_of_the_stack_data_is_refused_with_the_key_it_is_a_near_miss_of(
+    source_copy: tuple[Path, Path], prod_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, targets = source_copy
+    _replace(source, "  required_features:", "  required_featurs:")
+    _replace(targets, "\n  tier:", "\n  teir:")
+    code, err = _run(source, targets, prod_copy, capsys)
+    assert code == 2
+    # a misspelt key would be ignored silently, and its default is not what was meant
+    assert (
+        f"{source}:{_line_of(source, 'required_featurs')}:3: engine: unknown key 'required_featurs'; did you mean 'required_features'?"
+        in err
+    )
+    _assert_untouched(prod_copy)
+    _replace(source, "  required_featurs:", "  required_features:")
+    code, err = _run(source, targets, prod_copy, capsys)
+    assert code == 2
+    assert "unknown key 'teir'; did you mean 'tier'?" in err
+    _assert_untouched(prod_copy)

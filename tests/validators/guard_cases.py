@@ -78,7 +78,7 @@ GUARDS: list[Guard] = [
         edit("  model-proxy-registrar:\n", "  model-proxy-registrar-x:\n"),
         6,
         1,
-        "service model-proxy-registrar is missing (the contract's service set)",
+        "service model-proxy-registrar is missing (the contract's service set) (validators/contracts/glm53.yaml: services)",
     ),
     Guard(
         "prod-config/profiles",
@@ -94,7 +94,7 @@ GUARDS: list[Guard] = [
         edit("    stop_grace_period: 5m\n", "    stop_grace_period: 1m\n"),
         31,
         5,
-        "model-sg-glm53-w4afp8-tp4-r1 stop_grace_period is 1m; the contract says 5m",
+        "model-sg-glm53-w4afp8-tp4-r1 stop_grace_period is 1m; the contract says 5m (validators/contracts/glm53.yaml)",
     ),
     Guard(
         "prod-config/argv",
@@ -133,7 +133,7 @@ GUARDS: list[Guard] = [
         ),
         107,
         19,
-        "model-sg-glm53-w4afp8-tp4-r1 GPU list ['0', '1', '3', '2'] is reordered; the contract order is ['0', '1', '2', '3']",
+        "model-sg-glm53-w4afp8-tp4-r1 GPU list ['0', '1', '3', '2'] is reordered; the contract order is ['0', '1', '2', '3'] (validators/contracts/glm53.yaml: engines.replicas)",
     ),
     Guard(
         "prod-config/gpu-devices",
@@ -241,7 +241,7 @@ GUARDS: list[Guard] = [
         ),
         12,
         5,
-        "model-downloader runs 'hf download graphistry/GLM-5.3-Flash-W4AFP8 --revision main'; the contract says 'hf download graphistry/GLM-5.3-Flash-W4AFP8 --revision 99f1fa70408c52b007d4fd69e02e5a522422e755' (the pinned snapshot)",
+        "model-downloader runs 'hf download graphistry/GLM-5.3-Flash-W4AFP8 --revision main'; the contract says 'hf download graphistry/GLM-5.3-Flash-W4AFP8 --revision 99f1fa70408c52b007d4fd69e02e5a522422e755' (the pinned snapshot) (validators/contracts/glm53.yaml: downloader.argv)",
     ),
     Guard(
         "prod-config/nginx",
@@ -249,7 +249,7 @@ GUARDS: list[Guard] = [
         edit('      - "8444:443"\n', '      - "8445:443"\n'),
         267,
         5,
-        "nginx publishes ['8000:8000', '8445:443']; the contract for GLM-5.3-Flash-SGL-TP4-W4AFP8 says ['8000:8000', '8444:443']",
+        "nginx publishes ['8000:8000', '8445:443']; the contract for GLM-5.3-Flash-SGL-TP4-W4AFP8 says ['8000:8000', '8444:443'] (validators/contracts/glm53.yaml: files.GLM-5.3-Flash-SGL-TP4-W4AFP8)",
     ),
     Guard(
         "prod-config/registrar",

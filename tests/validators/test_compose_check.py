@@ -258,3 +258,22 @@ def test_the_real_compose_validates_every_file_against_its_compose_spec_schema(
     failed = [line for line in lines if line.startswith("FAILED")]
     assert len(failed) == 1 and failed[0].endswith(f"validating {compose_file}: {SCHEMA_VIOLATIONS[body]}")
     assert [finding.rsplit(" ", 1)[-1] for finding in _findings(lines)] == ["(compose-config)"]
+
+
+def test_a_key_compose_does_not_know_is_found_at_its_line_with_the_key_it_is_a_near_miss_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    compose_file = tmp_path / "x.yaml"
+    compose_file.write_text("services:\n  x:\n    image: busybox\n    enviroment: {A: b}\n", encoding="utf-8")
+    code, lines, _ = _run(capsys, "--rendered-dir", str(tmp_path / "r"), str(compose_file))
+    assert code == 1
+    (finding,) = [line for line in lines if line.endswith("(compose-config)")]
+    assert finding.startswith(f"{compose_file}:4:5: [error] docker compose config failed: ")
+    assert finding.endswith(
+        "additional properties 'enviroment' not allowed; did you mean 'environment'? (compose-config)"
+    )
+    # a key that is nothing like a service key: the place, no guess
+    compose_file.write_text("services:\n  x:\n    image: busybox\n    zzqq: 1\n", encoding="utf-8")
+    code, lines, _ = _run(capsys, "--rendered-dir", str(tmp_path / "r"), str(compose_file))
+    (finding,) = [line for line in lines if line.endswith("(compose-config)")]
+    assert finding.startswith(f"{compose_file}:4:5: ") and "did you mean" not in finding

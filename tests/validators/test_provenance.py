@@ -61,3 +61,45 @@ def test_a_copy_outside_the_fleet_is_not_traced(fleet: Path, tmp_path: Path) -> 
     shutil.copy(next((fleet / "prod").glob("*.yaml")), copy)
     rows = run_cli("--format", "json", "--rule", "engine-flags", copy).findings()
     assert rows and all("written at" not in row["message"] for row in rows)
+
+
+def test_one_typo_is_one_finding_that_says_where_else_and_what_was_meant(fleet: Path) -> None:
+    line = _edit(
+        fleet / "generators" / "glm53.source.yaml",
+        "- --max-queued-requests 8\n",
+        "- --max-queud-requests 8\n",
+    )
+    assert generate(["--write"]) == 0
+    result = run_cli("--format", "json")
+    rows = result.findings()
+    about = [row for row in rows if "--max-queu" in row["message"]]
+    # engine-flags speaks for the typo; prod-config's "not in the contract" and "lacks"
+    # are the same cause; the other engines and files are named, not repeated
+    assert [row["rule"] for row in about] == ["engine-flags"], about
+    (message,) = [row["message"] for row in about]
+    assert "did you mean --max-queued-requests?" in message
+    engines = sum(
+        text.count("\n  model-sg-") for text in (p.read_text() for p in (fleet / "prod").glob("*.yaml"))
+    )
+    assert message.partition("; written at")[0].count(".yaml:") == min(engines - 1, 5), (
+        message
+    )  # at most five places named
+    assert message.endswith(
+        f"; written at generators/glm53.source.yaml:{line}: fix it there, then `nox -s generate`"
+    )
+
+
+def test_with_the_contract_alone_the_typo_is_one_finding_with_what_it_lacks(fleet: Path) -> None:
+    _edit(
+        fleet / "generators" / "glm53.source.yaml",
+        "- --max-queued-requests 8\n",
+        "- --max-queud-requests 8\n",
+    )
+    assert generate(["--write"]) == 0
+    rows = run_cli("--format", "json", "--rule", "prod-config").findings()
+    about = [row["message"] for row in rows if "--max-queu" in row["message"]]
+    assert len(about) == 1, about
+    assert (
+        "argv has --max-queud-requests, which is not in the contract; did you mean --max-queued-requests, which it lacks?"
+        " (validators/contracts/glm53.yaml: engines.argv)" in about[0]
+    )

@@ -129,7 +129,10 @@ def test_a_change_of_meaning_in_the_same_place_is_still_found(write_prod: Any) -
     result = run_cli("--format", "json", "--rule", "prod-config", write_prod(LONG, text))
     assert result.code == 1
     messages = [row["message"] for row in result.findings()]
-    assert f"{ENGINE} stop_grace_period is 301s; the contract says 5m" in messages
+    assert (
+        f"{ENGINE} stop_grace_period is 301s; the contract says 5m (validators/contracts/glm53.yaml)"
+        in messages
+    )
     assert any(message.startswith("replica parity:") and "has 301s" in message for message in messages)
 
 
