@@ -19,7 +19,7 @@ from pathlib import Path
 from rollout import git
 from rollout.changes import Side
 from tierops.errors import UsageError
-from tierops.yamlload import read_regular
+from tierops.yamlload import looks_like_compose, read_regular
 
 BASE_ENV = "TIEROPS_BASE_REF"
 PRE_COMMIT_ENV = "PRE_COMMIT_FROM_REF"
@@ -138,3 +138,24 @@ def check_paths_exist(repo: Path, base: Snapshot, head: Snapshot, paths: Sequenc
             raise UsageError(
                 f"{path}: no such file or directory at {base.side.describe()} or {head.side.describe()}"
             )
+        _check_compose(path, [side.files[path] for side in (base, head) if path in side.files])
+
+
+# The suffixes of a stack's data (generators/<stack>.source.yaml, .targets.yaml).
+STACK_DATA = (".source.yaml", ".targets.yaml")
+
+
+def _check_compose(path: str, sides: Sequence[bytes]) -> None:
+    """A file named by hand that is not a compose file would read as one with no
+    services ("no changes", "0 services to recreate") while its change may recreate an
+    engine: refused, saying where its change shows."""
+    if path.endswith(STACK_DATA):
+        raise UsageError(
+            f"{path}: a stack's data, not a compose file",
+            hint="its change reaches prod/ through `nox -s generate`; diff or plan the prod/ files it renders",
+        )
+    if sides and not any(looks_like_compose(data) for data in sides):
+        raise UsageError(
+            f"{path}: not a compose file (no top-level `services:` key)",
+            hint="name compose files or directories that hold them (default: prod/)",
+        )

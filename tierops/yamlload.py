@@ -193,6 +193,11 @@ COMPOSE_ONLY_HELP = (
 )
 
 
+def looks_like_compose(data: bytes) -> bool:
+    """The text has a top-level `services:` key, as a compose file has."""
+    return _SERVICES_KEY.search(data) is not None
+
+
 def compose_files(paths: Sequence[Path]) -> list[Path]:
     """The paths whose text has a top-level `services:` key; a path that cannot be read is
     kept, so that the command reading it says why."""

@@ -159,3 +159,29 @@ def test_a_file_renamed_between_two_commits_is_reported_as_renamed(
     code, out, _ = run_cli(monkeypatch, capsys, repo, ["diff", "--base", "HEAD~1", "--head", "HEAD"])
     assert code == 0
     assert out.splitlines()[1] == f"{LONG} -> prod/long.yaml: renamed from {LONG}: no semantic change"
+
+
+@pytest.mark.parametrize("command", ["diff", "plan"])
+def test_a_named_file_that_is_not_a_compose_file_is_refused_saying_where_its_change_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # Read as compose files they would have no services: "no changes", "0 services to
+    # recreate", for a change that recreates an engine once generated.
+    targets = "base:\n  tier: base\n  hosts: [h1]\n"
+    repo = new_repo(
+        tmp_path,
+        {"prod/a.yaml": ONE, "generators/s.targets.yaml": targets, "ci.yaml": "on: push\n"},
+    )
+    write(repo, {"generators/s.targets.yaml": targets.replace("[h1]", "[h1, h2]"), "ci.yaml": "on: [push]\n"})
+    code, out, err = run_cli(monkeypatch, capsys, repo, [command, "generators/s.targets.yaml"])
+    assert (code, out) == (2, "")
+    assert err == (
+        "generators/s.targets.yaml: a stack's data, not a compose file; its change reaches prod/ through "
+        "`nox -s generate`; diff or plan the prod/ files it renders\n"
+    )
+    code, out, err = run_cli(monkeypatch, capsys, repo, [command, "ci.yaml"])
+    assert (code, out) == (2, "")
+    assert err == (
+        "ci.yaml: not a compose file (no top-level `services:` key); "
+        "name compose files or directories that hold them (default: prod/)\n"
+    )
