@@ -275,14 +275,14 @@ def _unknown_key(scan: FileScan, error: str) -> tuple[int, int, str]:
         loaded = load_path(scan.path, scan.shown)
     except (InputError, LoadError):
         return 1, 1, ""
+    parts = found.group("at").split(".")
     node: Any = loaded.documents[0] if loaded.documents else None
-    for part in found.group("at").split("."):
+    for part in parts:
         node = node.get(part) if isinstance(node, YMap) else None
     key = found.group("key")
     if not isinstance(node, YMap) or key not in node:
         return 1, 1, ""
     pos = node.at(key)
-    parts = found.group("at").split(".")
     near = (
         difflib.get_close_matches(key, SERVICE_KEYS, n=1, cutoff=0.75)
         if parts[0] == "services" and len(parts) == 2

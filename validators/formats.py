@@ -92,7 +92,9 @@ DOCS = "docs/validators.md"
 # Parts of a message that change when lines move above a finding (a line named in the
 # text, such as "already publishes (line 268)" or a YAML error's "line 3, column 5"):
 # left out of the fingerprint so that the finding keeps its identity.
-_VOLATILE = re.compile(r"\b(?:lines?|columns?) \d+(?:(?:, | and )\d+)*")
+# So are the places a finding names as `FILE.yaml:LINE` (the stack data line to fix, the
+# other places one data line caused it).
+_VOLATILE = re.compile(r"\b(?:lines?|columns?) \d+(?:(?:, | and )\d+)*|\.ya?ml:\d+")
 
 
 class RuleInfo(NamedTuple):

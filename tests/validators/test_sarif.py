@@ -175,6 +175,9 @@ def test_a_fingerprint_leaves_out_line_numbers_named_in_the_message() -> None:
     assert formats.stable_message("duplicate key 'image' (first at line 3, column 5)") == (
         "duplicate key 'image' (first at line #, column #)"
     )
+    assert formats.stable_message("x; the same at a.yaml:52; written at generators/s.source.yaml:81") == (
+        "x; the same at a.yaml:#; written at generators/s.source.yaml:#"
+    )
 
 
 def test_identical_findings_are_told_apart_by_their_occurrence_and_every_part_counts() -> None:
