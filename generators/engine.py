@@ -32,6 +32,8 @@ class Engine:
     environment: tuple[tuple[str, str], ...]
     variant: str
     features: tuple[str, ...]
+    # The `images:` key the replica runs.
+    image: str
 
 
 def build_engines(source: Source, target: Target) -> list[Engine]:
@@ -105,8 +107,9 @@ def build_engine(source: Source, target: Target, replica_name: str) -> Engine:
         port=source.engine.port,
         argv=tuple(argv),
         environment=tuple(environment),
-        variant=config_variant(source, target, argv, uses, layers),
+        variant=config_variant(source, target, argv, uses, layers, replica.build),
         features=tuple(use.feature.name for use in uses),
+        image=replica.image or str(source.engine.service.get("image")),
     )
 
 
@@ -131,14 +134,19 @@ def _layers(
 
 
 def config_variant(
-    source: Source, target: Target, argv: list[str], uses: list[FeatureUse], layers: dict[str, Layer]
+    source: Source,
+    target: Target,
+    argv: list[str],
+    uses: list[FeatureUse],
+    layers: dict[str, Layer],
+    build: str | None = None,
 ) -> str:
     """`<build>-<tier>-<quant>-<config features>-<hw>-tp<N>-ep<N>[-<ingestion features>]`."""
     config = [layers[u.feature.name].suffix for u in uses if u.feature.stage is Stage.CONFIG]
     ingestion = [layers[u.feature.name].suffix for u in uses if u.feature.stage is Stage.INGESTION]
     engine = source.engine
     tokens = [
-        engine.build,
+        build or engine.build,
         target.tier,
         engine.quantization,
         *config,

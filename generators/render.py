@@ -146,7 +146,7 @@ def _head(source: Source, target: Target, name: str, image_key: str) -> Commente
 
 def _engine_service(source: Source, target: Target, engine: Engine) -> CommentedMap:
     skeleton = source.engine.service
-    service = _head(source, target, engine.name, str(skeleton["image"]))
+    service = _head(source, target, engine.name, engine.image)
     for key, value in skeleton.items():
         if key != "image":
             service[str(key)] = _out(value)

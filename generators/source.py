@@ -58,6 +58,10 @@ class Replica:
     instance: str
     gpus: tuple[str, ...]
     rendezvous_port: int
+    # A replica on another engine build (a canary of a new image): its `images:` key and
+    # the build token its config_variant carries. None: the engine's own.
+    image: str | None = None
+    build: str | None = None
 
 
 @dataclass(frozen=True)
@@ -242,7 +246,7 @@ ENGINE_KEYS = (
     "name", "port", "variant", "required_features", "feature_options", "argv", "environment", "service",
 )  # fmt: skip
 VARIANT_KEYS = ("build", "quantization", "hardware", "parallel")
-REPLICA_KEYS = ("instance", "gpus", "rendezvous_port")
+REPLICA_KEYS = ("instance", "gpus", "rendezvous_port", "image", "build")
 TARGET_KEYS = (
     "tier", "hosts", "project", "profile", "discovery_port", "registrar_environment", "replicas",
     "host_variables",  # read by the rollout plan, not rendered: the variables every host sets
@@ -288,7 +292,7 @@ def load_source(path: Path, *, display: str | None = None) -> Source:
             r.fail(r.at(doc["configs"], name), f"config '{name}' must be a block of text")
     collector = r.mapping(doc, "collector_config")
     project = r.scalar(doc, "project", str) or ""
-    replicas = _replicas(r, doc)
+    replicas = _replicas(r, doc, images, engine)
     if engine.name_template and "{replica}" not in engine.name_template and len(replicas) > 1:
         r.fail(
             r.at(doc["engine"], "name"),
@@ -401,18 +405,42 @@ def _argv(r: _Reader, engine_map: Any) -> tuple[ArgvItem, ...]:
     return tuple(items)
 
 
-def _replicas(r: _Reader, doc: Any) -> dict[str, Replica]:
+def _replicas(r: _Reader, doc: Any, images: Mapping[str, str], engine: EngineSkeleton) -> dict[str, Replica]:
     replicas: dict[str, Replica] = {}
     for name, spec in (r.mapping(doc, "replicas") or {}).items():
         if not hasattr(spec, "items"):
             r.fail(r.at(doc["replicas"], name), f"replica '{name}' must be a mapping")
             continue
         r.known(spec, REPLICA_KEYS, f"replica '{name}'")
+        image = r.scalar(spec, "image", str, required=False)
+        build = r.scalar(spec, "build", str, required=False)
+        if image is not None and image not in images:
+            r.fail(
+                r.at(spec, "image"),
+                f"replica '{name}': image must name an entry of images: ({', '.join(images)})",
+            )
+        elif (
+            image is not None
+            and build is None
+            and images[image] != images.get(str(engine.service.get("image")))
+        ):
+            # Two builds under one config_variant could not be told apart on a dashboard.
+            r.fail(
+                r.at(spec, "image"),
+                f"replica '{name}' runs another image than the engine's: give the build token its config_variant carries (`build: <token>`)",
+            )
+        if build is not None and image is None:
+            r.fail(
+                r.at(spec, "build"),
+                f"replica '{name}': `build:` goes with the `image:` it names the build of",
+            )
         replicas[str(name)] = Replica(
             name=str(name),
             instance=r.scalar(spec, "instance", str) or "",
             gpus=r.strings(spec, "gpus") or (),
             rendezvous_port=r.scalar(spec, "rendezvous_port", int) or 0,
+            image=image,
+            build=build,
         )
     return replicas
 

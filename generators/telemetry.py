@@ -51,7 +51,7 @@ def labels_for(
         ("host_machine", HOST_MACHINE),
     ]
     if engine is not None:
-        digest = source.images[str(source.engine.service["image"])].rsplit("@sha256:", 1)[1]
+        digest = source.images[engine.image].rsplit("@sha256:", 1)[1]
         pairs += [
             ("config_variant", engine.variant),
             ("engine_image", digest[:12]),

@@ -29,6 +29,9 @@ class Replica:
     instance: str
     gpus: tuple[str, ...]
     rendezvous: str
+    # A replica on another engine build: its image and the build token of its variant.
+    image: str | None = None
+    build: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class Contract:
     replicas: Mapping[str, Replica]
     islands: tuple[tuple[str, ...], ...]
     engine_image: str
+    # `{build}` in the variant: a replica's own build, else this one.
+    engine_build: str
     engine_settings: Mapping[str, Any]
     engine_forbidden_keys: tuple[str, ...]
     program: tuple[str, ...]
@@ -235,9 +240,18 @@ def _contract(path: Path, raw: dict[str, Any]) -> Contract:
         services=_strs(raw["services"]),
         downloader=raw["downloader"],
         replicas={
-            name: Replica(name, str(r["service"]), str(r["instance"]), _strs(r["gpus"]), str(r["rendezvous"]))
+            name: Replica(
+                name,
+                str(r["service"]),
+                str(r["instance"]),
+                _strs(r["gpus"]),
+                str(r["rendezvous"]),
+                image=str(raw["images"][r["image"]]) if r.get("image") is not None else None,
+                build=str(r["build"]) if r.get("build") is not None else None,
+            )
             for name, r in engines["replicas"].items()
         },
+        engine_build=str(engines.get("build") or ""),
         islands=tuple(_strs(island) for island in engines["nvlink_islands"]),
         engine_image=str(raw["images"][engines["image"]]),
         engine_settings=dict(engines["settings"]),

@@ -106,13 +106,13 @@ def _check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     contract_findings: dict[str, int] = {}
     for replica, service in engines:
         findings = [
-            *_engine_settings(path, service, contract),
+            *_engine_settings(path, service, replica, contract),
             *_argv(path, service, replica, file, contract, engines),
             *_env(path, service, replica, file, contract),
         ]
         contract_findings[replica.name] = len(findings)
         yield from findings
-        yield from _variant(compose, service, file, contract)
+        yield from _variant(compose, service, replica, file, contract)
         yield from _gpus(path, service, replica, contract)
         yield from _pairing(path, service, contract)
     yield from _gpu_overlap(path, engines)
@@ -352,14 +352,11 @@ def _same_image(service: Service, image: str) -> bool:
     return isinstance(got, str) and normalize_image(got) == normalize_image(image)
 
 
-def _engine_settings(path: str, service: Service, contract: Contract) -> Iterator[Finding]:
-    if service.get("image") is not None and not _same_image(service, contract.engine_image):
-        yield error(
-            path,
-            service.at("image"),
-            ID,
-            f"{service.name} image is not the tier's engine build {contract.engine_image}",
-        )
+def _engine_settings(path: str, service: Service, replica: Replica, contract: Contract) -> Iterator[Finding]:
+    image = replica.image or contract.engine_image
+    if service.get("image") is not None and not _same_image(service, image):
+        whose = f"{replica.name}'s own build" if replica.image else "the tier's engine build"
+        yield error(path, service.at("image"), ID, f"{service.name} image is not {whose} {image}")
     yield from _settings(path, service, contract.engine_settings)
     for key in contract.engine_forbidden_keys:
         if service.has(key):
@@ -411,7 +408,9 @@ def _walk(node: Any, keys: Sequence[str]) -> Any:
 # -- config_variant -------------------------------------------------------------------
 
 
-def recompute_variant(service: Service, tier: str, contract: Contract) -> str | None:
+def recompute_variant(
+    service: Service, tier: str, contract: Contract, replica: Replica | None = None
+) -> str | None:
     """The variant from the engine's own argv and env; None when a needed flag is missing."""
     values = {flag.flag: flag.value for flag in service.flags()}
     fields = {key: values.get(flag) for key, flag in contract.variant_fields.items()}
@@ -426,13 +425,14 @@ def recompute_variant(service: Service, tier: str, contract: Contract) -> str | 
     text = _VARIANT_PART.sub(
         lambda m: f"-{m.group('feature')}" if m.group("feature") in present else "", contract.variant
     )
-    return text.format(tier=tier, **fields)
+    build = (replica.build if replica is not None else None) or contract.engine_build
+    return text.format(tier=tier, build=build, **fields)
 
 
 def _variant(
-    compose: ComposeFile, service: Service, file: FileContract, contract: Contract
+    compose: ComposeFile, service: Service, replica: Replica, file: FileContract, contract: Contract
 ) -> Iterator[Finding]:
-    want = recompute_variant(service, file.tier, contract)
+    want = recompute_variant(service, file.tier, contract, replica)
     if want is None:
         return
     prefix = str(contract.telemetry["label_prefix"])
@@ -642,6 +642,8 @@ def _parity(
         return
     (first_replica, first), *rest = engines
     exempt = {*contract.parity_keys, "command", "environment"}
+    if _own_builds(contract):
+        exempt.add("image")  # each replica's image is held to its own build above
     first_form = _without_deltas(first.runtime(), contract)
     for replica, other in rest:
         other_form = _without_deltas(other.runtime(), contract)
@@ -670,6 +672,11 @@ def _parity(
             )
 
 
+def _own_builds(contract: Contract) -> bool:
+    """A replica of the contract runs its own build: image and engine_image differ by design."""
+    return any(replica.image for replica in contract.replicas.values())
+
+
 # Stands in for a declared per-replica value, so both replicas compare equal there.
 _DELTA = "<per-replica>"
 
@@ -687,7 +694,8 @@ def _without_deltas(form: dict[str, Any], contract: Contract) -> dict[str, Any]:
     labels = result.get("labels")
     if isinstance(labels, dict):
         prefix = str(contract.telemetry["label_prefix"])
-        own = {prefix + suffix for suffix in contract.parity_labels}
+        suffixes = [*contract.parity_labels, *(["engine_image"] if _own_builds(contract) else [])]
+        own = {prefix + suffix for suffix in suffixes}
         result["labels"] = {key: (_DELTA if key in own else value) for key, value in labels.items()}
     return result
 
