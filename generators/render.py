@@ -137,7 +137,8 @@ def _document(source: Source, target: Target, engines: list[Engine]) -> Commente
 
 def _head(source: Source, target: Target, name: str, image_key: str) -> CommentedMap:
     service = CommentedMap()
-    service["image"] = _scalar(source.images[image_key])
+    # A built sidecar's image is the tag it builds, written as is.
+    service["image"] = _scalar(source.images.get(image_key, image_key))
     service["container_name"] = _scalar(name)
     if target.profile:
         service["profiles"] = _out([target.profile])

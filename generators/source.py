@@ -25,6 +25,9 @@ TARGETS_SUFFIX = ".targets.yaml"
 TIERS = ("base", "canary", "long-context")
 # What a sidecar is to the generator (`role:` in the source, never emitted): the role,
 # not the service's name, says which values are computed for it.
+# Beside `build:`: why the service is built on the host (Compose ignores `x-` keys;
+# the validators accept the build when the reason is there).
+BUILD_REASON = "x-build-reason"
 ROLES = ("downloader", "proxy", "front-door", "registrar", "metrics-exporter", "collector")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -222,6 +225,34 @@ def _roles(r: _Reader, services: Mapping[str, Any]) -> None:
             seen[str(role)] = str(name)
 
 
+def _service_images(r: _Reader, specs: list[tuple[Any, Any]], images: Mapping[str, str]) -> None:
+    """Each service names an entry of `images:`, or is a declared build."""
+    for name, spec in specs:
+        if hasattr(spec, "get") and "build" in spec:
+            _built(r, str(name), spec)
+        elif not hasattr(spec, "get") or spec.get("image") not in images:
+            r.fail(r.at(spec, "image"), f"{name}: image must name an entry of images: ({', '.join(images)})")
+
+
+def _built(r: _Reader, name: str, spec: Any) -> None:
+    """A sidecar built on the host: allowed when it says why, with the tag it builds."""
+    if name == "engine.service":
+        # config_variant and the engine_image label name the engine's build by its digest.
+        r.fail(
+            r.at(spec, "build"),
+            "engine.service: an engine runs a pinned image; push its build and pin the digest in images:",
+        )
+        return
+    reason = spec.get(BUILD_REASON)
+    if not isinstance(reason, str) or not reason.strip():
+        r.fail(
+            r.at(spec, "build"),
+            f"{name}: `build:` needs `{BUILD_REASON}: <why it is built on the host>` beside it",
+        )
+    if not isinstance(spec.get("image"), str):
+        r.fail(r.at(spec), f"{name}: a built service names the tag it builds, `image: <name:tag>`")
+
+
 # A placeholder is `{name}`; other braces (a JSON value in an argv word) are text.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -272,9 +303,7 @@ def load_source(path: Path, *, display: str | None = None) -> Source:
     )
     engine = _engine(r, doc)
     services = r.mapping(doc, "services") or {}
-    for name, spec in [("engine.service", engine.service), *services.items()]:
-        if not hasattr(spec, "get") or spec.get("image") not in images:
-            r.fail(r.at(spec, "image"), f"{name}: image must name an entry of images: ({', '.join(images)})")
+    _service_images(r, [("engine.service", engine.service), *services.items()], images)
     _roles(r, services)
     scrape_ports: dict[str, int] = {}
     for name, port in (r.mapping(doc, "scrape") or {}).items():

@@ -2,7 +2,8 @@
 
 Checks, for every service: `container_name` equals the service key (the key is the
 DNS name other services use); the image is pinned `@sha256:` + 64 lowercase hex; no
-`build:`; command, environment and labels are readable in one of compose's spellings,
+`build:` unless the service declares why (`x-build-reason:`, which Compose ignores and
+reviewers read in the file); command, environment and labels are readable in one of compose's spellings,
 and a value of a type Compose refuses (`name: 5`, `healthcheck.interval: 30`, an
 unknown healthcheck or config key, a config mount's `target: 5`) is a finding.
 A generated file (its header says GENERATED FILE) carries no YAML anchors, aliases or
@@ -180,6 +181,8 @@ def _images(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             if "build" not in service.data:
                 yield error(path, service.pos, ID, f"{service.name} has no image")
             continue
+        if _declared_build(service):
+            continue  # the image is the tag `build:` gives what it builds here, not a pull
         text = str(image)
         if DIGEST.search(text):
             continue
@@ -200,14 +203,23 @@ def _images(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             )
 
 
+# A service built on the host says why, in the file, where its reviewers read it.
+BUILD_REASON = "x-build-reason"
+
+
+def _declared_build(service: Service) -> bool:
+    reason = service.data.get(BUILD_REASON)
+    return "build" in service.data and isinstance(reason, str) and bool(reason.strip())
+
+
 def _builds(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     for service in compose:
-        if "build" in service.data:
+        if "build" in service.data and not _declared_build(service):
             yield error(
                 compose.path,
                 service.at("build"),
                 ID,
-                f"{service.name} has `build:`; production runs pinned images only",
+                f"{service.name} has `build:`; production runs pinned images only, or declare the exception with `{BUILD_REASON}: <why it is built on the host>`",
             )
 
 

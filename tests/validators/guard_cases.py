@@ -518,7 +518,7 @@ GUARDS: list[Guard] = [
         edit("    container_name: nginx\n", "    container_name: nginx\n    build: .\n"),
         286,
         5,
-        "nginx has `build:`; production runs pinned images only",
+        "nginx has `build:`; production runs pinned images only, or declare the exception with `x-build-reason: <why it is built on the host>`",
     ),
     Guard(
         "compose-hygiene/secrets-env",

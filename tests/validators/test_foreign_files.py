@@ -64,3 +64,28 @@ configs:
 def test_a_missing_healthcheck_is_advice_in_a_file_no_stack_claims(tmp_path: Path) -> None:
     text = f"services:\n  web:\n    image: docker.io/library/nginx{DIGEST}\n    restart: always\n"
     assert [(line, level) for line, level, _, _ in _findings(tmp_path, text)] == [(2, "warning")]
+
+
+def test_a_build_is_an_error_until_the_service_declares_why(tmp_path: Path) -> None:
+    built = """\
+services:
+  tools:
+    image: local/tools:dev
+    build: ./docker/tools
+    restart: "no"
+"""
+    hygiene = [
+        (line, message)
+        for line, level, rule, message in _findings(tmp_path, built)
+        if rule == "compose-hygiene"
+    ]
+    assert (
+        4,
+        "tools has `build:`; production runs pinned images only, or declare the exception with `x-build-reason: <why it is built on the host>`",
+    ) in hygiene
+    assert any(line == 3 and "not pinned by digest" in message for line, message in hygiene)
+    declared = built + "    x-build-reason: the patched tokenizer is not published to a registry\n"
+    assert [f for f in _findings(tmp_path, declared) if f[2] == "compose-hygiene"] == []
+    # An empty reason is no reason.
+    empty = built + '    x-build-reason: " "\n'
+    assert any("has `build:`" in f[3] for f in _findings(tmp_path, empty))
