@@ -99,6 +99,24 @@ class Argv:
         return {option.flag: option.value for option in self.options}
 
 
+# A word that is one `${VAR:+text}` (or `${VAR+text}`): `text` when VAR is set, else
+# nothing in a string command and an empty word in a list.
+_SWITCH = re.compile(r"^\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*):?\+(?P<text>.*)\}$", re.DOTALL)
+
+
+def switch_of(word: str) -> tuple[str, str] | None:
+    """(VAR, text) when the whole word is one `${VAR:+text}`, nested braces balanced."""
+    match = _SWITCH.match(word)
+    if match is None:
+        return None
+    depth = 0
+    for char in match.group("text"):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth < 0:
+            return None  # the reference closed before the word's end: not one switch
+    return (match.group("name"), match.group("text")) if depth == 0 else None
+
+
 def split_argv(words: Sequence[str], aliases: Mapping[str, str] | None = None) -> Argv:
     """Split words into program, options and stray positionals.
 

@@ -54,6 +54,7 @@ import re
 from collections.abc import Iterator
 
 from tierops import interp, secrets
+from tierops.argv import switch_of
 from tierops.yamlload import YList, YMap
 from validators.collector import collector
 from validators.context import Context
@@ -80,6 +81,7 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     yield from _env_secrets(compose, ctx)
     yield from _label_secrets(compose, ctx)
     yield from _argv_secrets(compose, ctx)
+    yield from _empty_words(compose, ctx)
     yield from _config_secrets(compose, ctx)
     yield from _yaml_tricks(compose, ctx)
 
@@ -317,6 +319,26 @@ def _label_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             if why or what:
                 detail = f"names a secret and {why}" if why else f"carries {what}"
                 yield error(compose.path, pos, ID, f"{service.name} label {key} {detail}")
+
+
+def _empty_words(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    """A list item that is one `${VAR:+text}`: unset, Compose keeps it as an empty word."""
+    for service in compose:
+        for key in ("command", "entrypoint"):
+            words = service.data.get(key)  # as written: a string command drops an empty word
+            if not isinstance(words, YList):
+                continue
+            for index, word in enumerate(words):
+                switch = switch_of(word) if isinstance(word, str) else None
+                if switch is not None:
+                    yield error(
+                        compose.path,
+                        service.at(key, index),
+                        ID,
+                        f"{service.name} {key} item '{word}' is an empty argument when {switch[0]} is unset "
+                        f"(a list keeps it, and the program refuses ''); write the {key} as one string, "
+                        "where Compose drops an empty word",
+                    )
 
 
 def _argv_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:

@@ -35,6 +35,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tierops import interp
 from tierops.argv import aliases_for
 from validators.context import Context
 from validators.findings import START, Finding, Pos, error, flag_cause, warning
@@ -167,7 +168,7 @@ def _abbreviation(written: str, ctx: Context) -> tuple[FlagSpec | None, Finding 
 
 
 def _check_engine(path: str, service: Service, ctx: Context) -> Iterator[Finding]:
-    tokens = service.tokens or []
+    tokens = service.argv_tokens
     name = service.name
     build = f"{ctx.manifest.label} (build {ctx.build.build})"
     uses: list[Use] = []
@@ -238,6 +239,8 @@ def _values(path: str, name: str, spec: FlagSpec, use: Use) -> Iterator[Finding]
         yield error(path, use.pos, ID, f"{name} flag {use.written} needs a value")
         return
     for value in use.values:
+        if interp.has_references(value.text):
+            continue  # the host's environment decides it: nothing to judge here
         problem = _type_problem(spec.type, value.text)
         if problem:
             yield error(path, value.pos, ID, f"{name} flag {use.written} value '{value.text}' {problem}")

@@ -21,7 +21,9 @@ from functools import cached_property
 from typing import Any
 
 from tierops import canonical
-from tierops.argv import Argv, aliases_for, engine_program, split_argv
+from tierops.argv import Argv, aliases_for, engine_program, split_argv, switch_of
+from tierops.shellwords import ShellError
+from tierops.shellwords import split as split_words
 from tierops.yamlload import Pos, YMap
 from validators.loader import Document
 
@@ -95,6 +97,17 @@ class Service:
             return None
         return [Token(word, self.at("command", index)) for index, word in enumerate(words)]
 
+    @cached_property
+    def argv_tokens(self) -> list[Token]:
+        """`tokens` with each `${VAR:+--flag value}` word as the words it stands for when
+        VAR is set, each at the switch's place: the engine's parser sees those flags."""
+        expanded: list[Token] = []
+        for token in self.tokens or []:
+            switch = switch_of(token.text)
+            words = _inner_words(switch[1]) if switch is not None else None
+            expanded.extend([Token(word, token.pos) for word in words] if words else [token])
+        return expanded
+
     def program_name(self) -> str | None:
         words = [*(self.get("entrypoint") or ()), *(self.get("command") or ())]
         image = self.get("image")
@@ -105,7 +118,8 @@ class Service:
 
     @cached_property
     def _argv(self) -> Argv:
-        return split_argv(self.get("command") or [], aliases_for(self.program_name()))
+        words = [token.text for token in self.argv_tokens] if self.tokens is not None else []
+        return split_argv(words, aliases_for(self.program_name()))
 
     def program(self) -> list[str]:
         return list(self.argv().program)
@@ -116,7 +130,7 @@ class Service:
 
     @cached_property
     def _flags(self) -> list[Flag]:
-        tokens = self.tokens or []
+        tokens = self.argv_tokens
         result: list[Flag] = []
         for option in self.argv().options:
             pos = tokens[option.index].pos
@@ -127,7 +141,7 @@ class Service:
         return result
 
     def positionals(self) -> list[Token]:
-        tokens = self.tokens or []
+        tokens = self.argv_tokens
         return [tokens[index] for index, _ in self.argv().positionals]
 
     # -- environment and labels
@@ -239,3 +253,11 @@ def engine_image_prefix(image: str) -> str | None:
     """The `engine_image` label of an image: the first 12 hex of its digest."""
     match = _DIGEST.search(image)
     return match.group("hex")[:12] if match else None
+
+
+def _inner_words(text: str) -> list[str] | None:
+    """The words of a switch's text, split as Compose splits it after interpolation."""
+    try:
+        return split_words(text).words
+    except ShellError:
+        return None

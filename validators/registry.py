@@ -99,6 +99,7 @@ CHECKS: dict[str, tuple[str, str]] = {
     "compose-hygiene/secrets-env": (compose_hygiene.ID, "_env_secrets"),
     "compose-hygiene/secrets-labels": (compose_hygiene.ID, "_label_secrets"),
     "compose-hygiene/secrets-argv": (compose_hygiene.ID, "_argv_secrets"),
+    "compose-hygiene/empty-word": (compose_hygiene.ID, "_empty_words"),
     "compose-hygiene/secrets-configs": (compose_hygiene.ID, "_config_secrets"),
     "compose-hygiene/yaml-tricks": (compose_hygiene.ID, "_yaml_tricks"),
     "collector-config/scrape-shape": (collector_config.ID, "_scrape_shape"),

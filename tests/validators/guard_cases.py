@@ -556,6 +556,14 @@ GUARDS: list[Guard] = [
         "proxy-glm53 healthcheck test word 5 carries an Authorization credential; pass it from the host env",
     ),
     Guard(
+        "compose-hygiene/empty-word",
+        LONG,
+        edit("      - --revision\n", "      - ${DL_VERBOSE:+--verbose}\n      - --revision\n"),
+        15,
+        9,
+        "model-downloader command item '${DL_VERBOSE:+--verbose}' is an empty argument when DL_VERBOSE is unset (a list keeps it, and the program refuses ''); write the command as one string, where Compose drops an empty word",
+    ),
+    Guard(
         "compose-hygiene/secrets-configs",
         LONG,
         edit("Bearer $${env:MONITORING_INGEST_TOKEN}", f"Bearer {PASSWORD}"),

@@ -89,3 +89,40 @@ services:
     # An empty reason is no reason.
     empty = built + '    x-build-reason: " "\n'
     assert any("has `build:`" in f[3] for f in _findings(tmp_path, empty))
+
+
+SGLANG = "docker.io/nearaidev/sglang@sha256:47aff791090003a37f893e998c44794c410d3f7bdfc7fdd2dfab5eb5592b30bb"
+
+
+def test_the_flags_behind_a_switch_are_judged_and_a_list_switch_is_an_empty_word(tmp_path: Path) -> None:
+    engine = f"""\
+    image: {SGLANG}
+    restart: unless-stopped
+    healthcheck: {{test: [CMD, curl, -f, "http://localhost:30000/health"]}}
+"""
+    text = (
+        "services:\n  model-a:\n"
+        + engine
+        + "    command: sglang serve --model-path org/m ${DP:+--enable-dp-atention} ${DP:+--dp-size ${DP}}\n"
+        + "  model-b:\n"
+        + engine
+        + '    command: [sglang, serve, --model-path, org/m, "${DP:+--dp-size 2}"]\n'
+    )
+    found = [
+        (line, rule, message) for line, level, rule, message in _findings(tmp_path, text) if level == "error"
+    ]
+    # In a string the switch is the flags it stands for when DP is set: each is checked.
+    assert (
+        6,
+        "engine-flags",
+        "model-a flag --enable-dp-atention does not exist in sglang 0.5.16 (build fc91d24) and is not a declared patch flag (validators/contracts/engine-build.yaml); did you mean --enable-dp-attention?",
+    ) in found
+    # A value the host's environment gives is not judged here.
+    assert not any("--dp-size" in message for line, _, message in found if line == 6)
+    # In a list an unset DP leaves an empty word, which no parser accepts.
+    assert [(rule, message) for line, rule, message in found if line == 11] == [
+        (
+            "compose-hygiene",
+            "model-b command item '${DP:+--dp-size 2}' is an empty argument when DP is unset (a list keeps it, and the program refuses ''); write the command as one string, where Compose drops an empty word",
+        )
+    ]
