@@ -19,6 +19,7 @@ from generators.features import (
     owner_of_flag,
 )
 from generators.source import FeatureUse, GenerationRefused, Source, Target, engine_name, fill
+from tierops.shellwords import join
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ def build_engine(source: Source, target: Target, replica_name: str) -> Engine:
     argv: list[str] = []
     filled: set[str] = set()
     for item in source.engine.argv:
+        if item.switch is not None:
+            words = [fill(token, values) for token in item.tokens]
+            argv.append(f"${{{item.switch}:+{join(words)}}}")
+            continue
         if item.slot is None:
             argv.extend(fill(token, values) for token in item.tokens)
             continue

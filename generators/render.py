@@ -19,6 +19,8 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarStri
 from generators.engine import Engine, build_engines, source_conflicts
 from generators.source import GenerationRefused, Source, Target, engine_name
 from generators.telemetry import Subject, labels_for, scrape_job
+from tierops.argv import switch_of
+from tierops.shellwords import quote
 from tierops.yamlio import roundtrip
 
 REGENERATE = "nox -s generate"
@@ -152,7 +154,13 @@ def _engine_service(source: Source, target: Target, engine: Engine) -> Commented
         if key != "image":
             service[str(key)] = _out(value)
     # Assigning an existing key keeps its position: the `~` placeholders of the source.
-    service["command"] = _out(list(engine.argv))
+    if any(switch_of(word) for word in engine.argv):
+        # A list would keep an unset switch as an empty argument; a string drops it.
+        service["command"] = _scalar(
+            " ".join(word if switch_of(word) else quote(word) for word in engine.argv)
+        )
+    else:
+        service["command"] = _out(list(engine.argv))
     service["environment"] = _out(dict(engine.environment))
     service["deploy"] = _gpu_reservation(engine.gpus)
     return service

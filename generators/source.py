@@ -53,6 +53,8 @@ class ArgvItem:
     tokens: tuple[str, ...]
     slot: str | None
     where: Mark
+    # `when_set: VAR`: the tokens are passed only when the host sets VAR (`${VAR:+...}`).
+    switch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -409,10 +411,16 @@ def _argv(r: _Reader, engine_map: Any) -> tuple[ArgvItem, ...]:
     items: list[ArgvItem] = []
     for index, item in enumerate(raw):
         where = r.at(raw, index)
-        if hasattr(item, "items"):
+        if hasattr(item, "items") and "when_set" in item:
+            switched = _switch_item(r, where, item)
+            if switched is not None:
+                items.append(switched)
+        elif hasattr(item, "items"):
             slot = item.get("feature")
             if set(item) != {"feature"} or not isinstance(slot, str):
-                r.fail(where, "an argv slot is written `feature: <name>`")
+                r.fail(
+                    where, "an argv slot is written `feature: <name>`, a switch `{when_set: VAR, argv: ...}`"
+                )
             else:
                 items.append(ArgvItem(tokens=(), slot=slot, where=where))
         elif (isinstance(item, str) and item.strip()) or (
@@ -432,6 +440,34 @@ def _argv(r: _Reader, engine_map: Any) -> tuple[ArgvItem, ...]:
                 f"an argv item is a string '--flag value', a list of words, or `feature: <name>`, not {item!r}",
             )
     return tuple(items)
+
+
+_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Braces a switch's words may hold: `${NAME}` references. Any other brace would end or
+# unbalance the `${VAR:+...}` reference before Compose splits its words.
+_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _switch_item(r: _Reader, where: Mark, item: Any) -> ArgvItem | None:
+    """`{when_set: VAR, argv: "--flag value"}`: flags the engine gets only when VAR is set."""
+    var, words = item.get("when_set"), item.get("argv")
+    if set(item) != {"when_set", "argv"} or not isinstance(var, str) or not _VAR.match(var):
+        r.fail(where, "a switch is written `{when_set: VAR, argv: '--flag value'}` (VAR a variable name)")
+        return None
+    if isinstance(words, str) and words.strip():
+        tokens = tuple(words.split())
+    elif isinstance(words, list) and words and all(isinstance(word, str) for word in words):
+        tokens = tuple(words)
+    else:
+        r.fail(where, f"switch on {var}: argv is a string '--flag value' or a list of words")
+        return None
+    if any(ch in _REFERENCE.sub("", token) for token in tokens for ch in "{}"):
+        r.fail(
+            where,
+            f"switch on {var}: a brace other than a ${{NAME}} reference would end ${{{var}:+...}} early",
+        )
+        return None
+    return ArgvItem(tokens=tokens, slot=None, where=where, switch=var)
 
 
 def _replicas(r: _Reader, doc: Any, images: Mapping[str, str], engine: EngineSkeleton) -> dict[str, Replica]:

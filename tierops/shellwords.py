@@ -16,6 +16,7 @@ runs (each pinned by tests/tierops/test_shellwords.py against the real binary):
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 
@@ -96,3 +97,20 @@ def split(line: str) -> Split:  # noqa: PLR0912, PLR0915 (one branch per go-shel
     if escaped or single or double or backquote or dollar:
         raise ShellError("invalid command line string: an open quote or a trailing backslash")
     return Split(words, line[stop:] if stop is not None else None)
+
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./{}$-]+$")
+
+
+def join(words: list[str]) -> str:
+    """One string that `split` (Compose) reads back as exactly `words`."""
+    return " ".join(quote(word) for word in words)
+
+
+def quote(word: str) -> str:
+    if _PLAIN.match(word) and "$(" not in word:
+        return word
+    if "'" not in word:
+        return f"'{word}'"  # nothing is special inside single quotes, `\` included
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+    return f'"{escaped}"'

@@ -35,6 +35,8 @@ HOST_GPUS = 8
 class Token:
     text: str
     pos: Pos
+    # The variable of the `${VAR:+...}` word this word is inside, if any.
+    switch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Flag:
     pos: Pos  # the flag word
     value_pos: Pos  # the value word (the flag word for `--flag=value` or a bare flag)
     index: int  # index of the flag word in the word list
+    switch: str | None = None  # present only when this variable is set (`${VAR:+--flag}`)
 
 
 @dataclass
@@ -105,7 +108,10 @@ class Service:
         for token in self.tokens or []:
             switch = switch_of(token.text)
             words = _inner_words(switch[1]) if switch is not None else None
-            expanded.extend([Token(word, token.pos) for word in words] if words else [token])
+            if switch is not None and words:
+                expanded.extend(Token(word, token.pos, switch[0]) for word in words)
+            else:
+                expanded.append(token)
         return expanded
 
     def program_name(self) -> str | None:
@@ -137,7 +143,17 @@ class Service:
             value_pos = (
                 tokens[option.index + 1].pos if option.value is not None and not option.attached else pos
             )
-            result.append(Flag(option.flag, option.written, option.value, pos, value_pos, option.index))
+            result.append(
+                Flag(
+                    option.flag,
+                    option.written,
+                    option.value,
+                    pos,
+                    value_pos,
+                    option.index,
+                    tokens[option.index].switch,
+                )
+            )
         return result
 
     def positionals(self) -> list[Token]:

@@ -36,7 +36,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tierops import layout
+from tierops.argv import split_argv, switch_of
 from tierops.canonical import canonical_value, flow, normalize_image, runtime_form
+from tierops.shellwords import ShellError
+from tierops.shellwords import split as split_words
 from tierops.yamlload import scalar_text
 from validators.collector import collector
 from validators.context import Context
@@ -170,6 +173,30 @@ def _profiles(compose: ComposeFile, file: FileContract) -> Iterator[Finding]:
 # -- engine argv ----------------------------------------------------------------------
 
 
+def _unswitched(items: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], dict[str, str]]:
+    """The contract's flags with each `${VAR:+--flag value}` item as its flags, and which
+    variable each switched flag waits for."""
+    flags: list[tuple[str, ...]] = []
+    switched: dict[str, str] = {}
+    for item in items:
+        switch = switch_of(item[0]) if len(item) == 1 else None
+        try:
+            words = split_words(switch[1]).words if switch is not None else None
+        except ShellError:
+            words = None  # compared as written: the file cannot match it either
+        if switch is None or words is None:
+            flags.append(item)
+            continue
+        for option in split_argv(words).options:
+            flags.append((option.flag,) if option.value is None else (option.flag, option.value))
+            switched[option.flag] = switch[0]
+    return flags, switched
+
+
+def _when(switch: str | None) -> str:
+    return f"only when {switch} is set" if switch else "always"
+
+
 def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
     path: str,
     service: Service,
@@ -200,7 +227,7 @@ def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
         yield error(
             path, token.pos, ID, f"{name} argv has a stray token '{token.text}' that belongs to no flag"
         )
-    expected = contract.expected_flags(file, replica)
+    expected, switched = _unswitched(contract.expected_flags(file, replica))
     want: dict[str, str | None] = {item[0]: (item[1] if len(item) > 1 else None) for item in expected}
     order = [item[0] for item in expected]
     actual = service.flags()
@@ -240,6 +267,14 @@ def _argv(  # noqa: PLR0912 (one branch per kind of argv drift)
             continue  # said with the near miss: "did you mean FLAG, which it lacks?"
         pos = _insertion_pos(service, first, order[:index])
         yield error(path, pos, ID, f"{name} argv lacks {flag_name}{carried}")
+    for flag in first.values():
+        if flag.flag in want and flag.switch != switched.get(flag.flag):
+            yield error(
+                path,
+                flag.pos,
+                ID,
+                f"{name} argv has {flag.flag} {_when(flag.switch)}; the contract has it {_when(switched.get(flag.flag))}",
+            )
     for flag_name, value in want.items():
         present = first.get(flag_name)
         if present is None or present.value == value:

@@ -6,7 +6,8 @@ hand-written spelling that Compose renders identically never gets a contract err
 this family keeps generated files in the one spelling reviewers diff:
 
 - labels in mapping form, not `K=V` lists;
-- an engine `command` as a YAML list, one word per item, not a string.
+- an engine `command` as a YAML list, one word per item, not a string (unless it holds a
+  `${VAR:+--flag}` switch, which only a string can drop when VAR is unset).
 
 Passing example::
 
@@ -59,6 +60,7 @@ def _command_form(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
             service.name in engines
             and service.has("command")
             and not isinstance(service.data["command"], YList)
+            and not any(token.switch for token in service.argv_tokens)
         ):
             yield warning(
                 compose.path,

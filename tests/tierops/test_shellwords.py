@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.tierops import oracle
-from tierops.shellwords import ShellError, split
+from tierops.shellwords import ShellError, join, split
 
 # Each string is split by the binary and by tierops.shellwords; they must agree.
 LINES = [
@@ -65,3 +65,27 @@ def test_an_unquoted_separator_ends_the_command_and_says_what_was_dropped() -> N
     assert parsed.words == ["echo", "a"]
     assert parsed.dropped == "; rm -rf /x"
     assert split("echo 'a; b'").dropped is None
+
+
+# Words the generators may have to write into a string command.
+HARD_WORDS = [
+    "--plain",
+    "",
+    "a b",
+    '{"temperature": 0.6, "top_p": 0.95}',
+    "it's",
+    'it\'s "quoted" \\ `x`',
+    "a;b",
+    "x > y",
+    "(paren)",
+    "tab\there",
+    "back\\slash",
+]
+
+
+def test_joined_words_are_the_words_compose_runs() -> None:
+    line = join(HARD_WORDS)
+    assert split(line).words == HARD_WORDS
+    rendered = oracle.render(json.dumps({"services": {"s": {"image": "busybox", "command": line}}}), {})
+    assert rendered.model is not None, rendered.error
+    assert rendered.model["services"]["s"]["command"] == HARD_WORDS
