@@ -141,15 +141,17 @@ def check_paths_exist(repo: Path, base: Snapshot, head: Snapshot, paths: Sequenc
         _check_compose(path, [side.files[path] for side in (base, head) if path in side.files])
 
 
-# The suffixes of a stack's data (generators/<stack>.source.yaml, .targets.yaml).
+# The suffixes of a stack's data (generators/<stack>.source.yaml, .targets.yaml), and
+# the parts the stacks share (generators/parts.yaml: it has a `services:` key too).
 STACK_DATA = (".source.yaml", ".targets.yaml")
+SHARED_PARTS = "generators/parts.yaml"
 
 
 def _check_compose(path: str, sides: Sequence[bytes]) -> None:
     """A file named by hand that is not a compose file would read as one with no
     services ("no changes", "0 services to recreate") while its change may recreate an
     engine: refused, saying where its change shows."""
-    if path.endswith(STACK_DATA):
+    if path.endswith(STACK_DATA) or path == SHARED_PARTS:
         raise UsageError(
             f"{path}: a stack's data, not a compose file",
             hint="its change reaches prod/ through `nox -s generate`; diff or plan the prod/ files it renders",

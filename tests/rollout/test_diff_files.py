@@ -179,6 +179,12 @@ def test_a_named_file_that_is_not_a_compose_file_is_refused_saying_where_its_cha
         "generators/s.targets.yaml: a stack's data, not a compose file; its change reaches prod/ through "
         "`nox -s generate`; diff or plan the prod/ files it renders\n"
     )
+    # The shared parts hold a `services:` mapping too, but of parts, not of a file.
+    parts = "services:\n  proxy: {image: proxy}\n"
+    write(repo, {"generators/parts.yaml": parts})
+    code, out, err = run_cli(monkeypatch, capsys, repo, [command, "generators/parts.yaml"])
+    assert (code, out) == (2, "")
+    assert err.startswith("generators/parts.yaml: a stack's data, not a compose file;")
     code, out, err = run_cli(monkeypatch, capsys, repo, [command, "ci.yaml"])
     assert (code, out) == (2, "")
     assert err == (
