@@ -47,6 +47,16 @@ class Role(StrEnum):
     FRONT_DOOR = "front door"
     OTHER = "other"
 
+    @property
+    def key(self) -> str:
+        """How data names the role (a YAML key): `engine`, `one_shot`, `front_door`, ..."""
+        return self.name.lower()
+
+    @classmethod
+    def from_key(cls, key: str) -> Role | None:
+        """The role a data key names (`front_door`), or None for a key that names none."""
+        return next((role for role in cls if role.key == key), None)
+
 
 # Recreating these cuts or re-announces every request path of the host.
 INTERRUPTS_TRAFFIC = frozenset({Role.PROXY, Role.REGISTRAR, Role.FRONT_DOOR})

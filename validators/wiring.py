@@ -52,8 +52,9 @@ from typing import Any, NamedTuple
 from tierops import layout, units
 from tierops.argv import ENGINE_DEFAULT_LISTEN
 from tierops.errors import InputError
+from tierops.roles import Role, roles_of
 from tierops.yamlload import LoadError, YList, YMap, load_path
-from validators.collector import collector
+from validators.collector import Collector, collector, dig
 from validators.context import Context, engine_services
 from validators.contract import CONTRACTS
 from validators.embedded import Embedded, embedded
@@ -151,13 +152,13 @@ CHECKS: dict[str, Check] = {
 class Wiring:
     hosts: Mapping[str, tuple[str, ...]]
     host_vars: tuple[str, ...]
-    edges: Mapping[str, tuple[str, ...]]
-    listeners: Mapping[str, Mapping[str, Any]]
-    nginx_config: str
-    collector_config: str
-    collector_receiver: str
+    # By role (tierops/roles.py), never by service name: a new stack needs no edit here.
+    edges: Mapping[Role, tuple[Role, ...]]
+    listeners: Mapping[Role, Mapping[str, Any]]
     storage: Mapping[str, Any]
     runtime: Mapping[str, Any]
+    healthcheck_exempt: Mapping[Role, str]
+    downloader: Role
 
 
 @functools.cache
@@ -166,17 +167,38 @@ def load_wiring(path: Path = WIRING) -> Wiring:
         loaded = load_path(path)
     except LoadError as problem:
         raise InputError(f"{path}:{problem.pos.line}:{problem.pos.col}: {problem.message}") from None
-    raw = _plain(loaded.documents[0])
+    document = loaded.documents[0]
+    raw = _plain(document)
+
+    def role(key: Any, *where: str) -> Role:
+        found = Role.from_key(str(key))
+        if found is None:
+            node: Any = document
+            for part in where[:-1]:
+                node = node[part]
+            pos = node.at(where[-1]) if isinstance(node, YMap) and where[-1] in node else document.pos
+            known = ", ".join(item.key for item in Role)
+            raise InputError(
+                f"'{key}' is no role", where=f"{path}:{pos.line}:{pos.col}", hint=f"name one of {known}"
+            )
+        return found
+
+    runtime = raw["runtime"]
     return Wiring(
         hosts={stem: tuple(str(h) for h in hosts) for stem, hosts in raw["hosts"].items()},
         host_vars=tuple(raw["host_vars"]),
-        edges={name: tuple(str(t) for t in targets) for name, targets in (raw.get("edges") or {}).items()},
-        listeners=raw["listeners"],
-        nginx_config=str(raw["nginx_config"]),
-        collector_config=str(raw["collector_config"]),
-        collector_receiver=str(raw["collector_receiver"]),
+        edges={
+            role(name, "edges", name): tuple(role(target, "edges", name) for target in targets)
+            for name, targets in (raw.get("edges") or {}).items()
+        },
+        listeners={role(name, "listeners", name): spec for name, spec in raw["listeners"].items()},
         storage=raw["storage"],
-        runtime=raw["runtime"],
+        runtime=runtime,
+        healthcheck_exempt={
+            role(name, "runtime", "healthcheck_exempt", name): str(reason)
+            for name, reason in (runtime.get("healthcheck_exempt") or {}).items()
+        },
+        downloader=role(raw["storage"]["downloader"], "storage", "downloader"),
     )
 
 
@@ -222,9 +244,11 @@ class Graph:
     wiring: Wiring
     engines: list[str]
     label_prefix: str | None  # the claiming stack's telemetry labels; None: no stack claims the file
-    # A stack claims the file: its names in wiring.yaml (listeners, edges, exemptions)
-    # apply. In a file no stack claims, a name that happens to match means nothing.
+    # A stack claims the file: the stack's policy in wiring.yaml (edges, exemptions, the
+    # listeners a stack declares) applies. In a file no stack claims only what the
+    # program itself decides does (listeners marked `unclaimed: true`).
     claimed: bool = True
+    roles: dict[str, Role] = field(default_factory=dict)  # service -> its role, in file order
     names: dict[str, str] = field(default_factory=dict)  # DNS name -> service
     listeners: dict[str, list[Listener]] = field(default_factory=dict)  # only services with a spec
     unknown: set[str] = field(default_factory=set)  # a spec, but no readable listener (reported once)
@@ -246,6 +270,7 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     engines = engine_services(compose, ctx)
     prefix = str(ctx.contract.telemetry["label_prefix"]) if ctx.contract is not None else None
     graph = Graph(compose, wiring, engines, prefix, claimed=ctx.contract is not None)
+    graph.roles = service_roles(compose, engines, ctx.contract.wiring if ctx.contract is not None else {})
     for service in compose:
         graph.names[service.name] = service.name
         for alias in _dns_names(service):
@@ -256,9 +281,42 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     yield from _co_hosted(compose, wiring)
     for ref in _references(graph):
         yield from _resolve(graph, ref)
-    yield from _storage(compose, wiring, engines)
+    yield from _storage(graph)
     yield from _mount_sources(compose)
-    yield from _runtime(compose, wiring, engines, claimed=graph.claimed)
+    exempt = _exempt(graph, ctx.contract.wiring if ctx.contract is not None else {})
+    yield from _runtime(compose, wiring, engines, exempt, claimed=graph.claimed)
+
+
+def service_roles(
+    compose: ComposeFile, engines: Sequence[str], exceptions: Mapping[str, Any]
+) -> dict[str, Role]:
+    """Each service's role, read from its definition (tierops/roles.py); the claiming
+    contract's replicas are engines, and the stack contract's `wiring.roles` (by name)
+    overrides what inference got wrong for that stack."""
+    cached: dict[str, Role] | None = compose.cache.get("wiring:roles")
+    if cached is None:
+        sections = compose.project.sections
+        view: dict[str, Any] = {"services": {service.name: service.canon.fields for service in compose}}
+        for section in ("configs", "secrets"):
+            entries = sections.get(section)
+            if isinstance(entries, dict):  # another type is compose-hygiene's finding
+                view[section] = {name: entry for name, entry in entries.items() if isinstance(entry, dict)}
+        cached = roles_of(view)
+        compose.cache["wiring:roles"] = cached
+    roles = dict(cached)
+    for name in engines:
+        roles[name] = Role.ENGINE
+    for name, key in (exceptions.get("roles") or {}).items():
+        role = Role.from_key(str(key))
+        if str(name) in roles and role is not None:
+            roles[str(name)] = role
+    return roles
+
+
+def _of_role(graph: Graph, roles: Iterable[Role]) -> list[str]:
+    """The services of any of `roles`, in file order."""
+    wanted = set(roles)
+    return [name for name, role in graph.roles.items() if role in wanted]
 
 
 def _dns_names(service: Service) -> Iterator[str]:
@@ -321,49 +379,49 @@ def _value_at(compose: ComposeFile, service: Service, *path: str | int) -> Pos:
 
 
 def _listeners(graph: Graph) -> None:
-    compose = graph.compose
-    for key, spec in graph.wiring.listeners.items():
-        if key != "engines" and not graph.claimed:
-            continue
-        names = graph.engines if key == "engines" else [key]
-        for name in names:
-            service = compose.services.get(name)
-            if service is None:
-                continue
-            kind = spec.get("from")
-            found: list[Listener] | None
-            if kind == "argv":
-                found = _argv_listener(graph, service, spec)
-            elif kind == "env":
-                found = _env_listener(graph, service, str(spec["key"]))
-            elif kind == "nginx":
-                found = _nginx_listeners(graph, service, str(spec["config"]))
-            else:
-                found = _collector_listeners(graph, str(spec["config"]))
-            if found is None:
-                graph.unknown.add(name)  # unreadable (reported) or a variable: not followed
-            graph.listeners[name] = found or []
-    if not graph.claimed:
-        _front_doors(graph)
-
-
-def _front_doors(graph: Graph) -> None:
-    """No stack names the front door: an nginx image that mounts an inline config
-    listens where that config says."""
+    """Who listens where, per role. A role without a listener spec listens nowhere the
+    contract knows (its references are not judged in a file no stack claims)."""
     for service in graph.compose:
-        image = service.get("image")
-        if not (isinstance(image, str) and "nginx" in image) or service.name in graph.listeners:
+        role = graph.roles.get(service.name, Role.OTHER)
+        spec = graph.wiring.listeners.get(role)
+        if spec is None or not (graph.claimed or spec.get("unclaimed")):
             continue
-        for entry in service.get("configs") or ():
-            source = entry.get("source") if isinstance(entry, dict) else entry
-            if isinstance(source, str) and embedded(graph.compose, source) is not None:
-                graph.listeners[service.name] = _nginx_listeners(graph, service, source)
-                break
+        kind = spec.get("from")
+        found: list[Listener] | None
+        if kind == "argv":
+            found = _argv_listener(graph, service, spec)
+        elif kind == "env":
+            found = _env_listener(graph, service, str(spec["key"]))
+        elif kind == "nginx":
+            found = _nginx_listeners(graph, service)
+        else:
+            found = _collector_listeners(graph, service)
+        if found is None:
+            graph.unknown.add(service.name)  # unreadable (reported) or a variable: not followed
+        graph.listeners[service.name] = found or []
+
+
+def _inline_configs(compose: ComposeFile, service: Service) -> list[str]:
+    """The top-level configs with inline `content` that `service` mounts, in mount order."""
+    names: list[str] = []
+    for entry in service.get("configs") or ():
+        source = entry.get("source") if isinstance(entry, dict) else entry
+        if isinstance(source, str) and source not in names and embedded(compose, source) is not None:
+            names.append(source)
+    return names
+
+
+def _runs_nginx(service: Service) -> bool:
+    image = service.get("image")
+    words = [*(service.get("entrypoint") or ()), *(service.get("command") or ())]
+    return (isinstance(image, str) and "nginx" in image) or any(
+        str(word).rsplit("/", 1)[-1] == "nginx" for word in words
+    )
 
 
 def _unreadable(graph: Graph, service: Service, pos: Pos, what: str, value: str) -> None:
     """A listen address that is neither host:port nor a variable: one `listen` finding."""
-    if "$" not in value:
+    if "$" not in value and graph.claimed:
         graph.findings.append(
             _finding(
                 graph.compose,
@@ -376,6 +434,8 @@ def _unreadable(graph: Graph, service: Service, pos: Pos, what: str, value: str)
 
 
 def _argv_listener(graph: Graph, service: Service, spec: Mapping[str, Any]) -> list[Listener] | None:
+    if not graph.claimed and "host_flag" in spec and service.program_name() is None:
+        return None  # an engine whose program is unknown: its defaults are unknown too
     words = [str(word) for word in service.get("command") or ()]
     if "address_flags" in spec:
         address, at = str(spec["default_address"]), service.at("command")
@@ -408,6 +468,8 @@ def _argv_listener(graph: Graph, service: Service, spec: Mapping[str, Any]) -> l
 
 def _env_listener(graph: Graph, service: Service, key: str) -> list[Listener] | None:
     value = service.env.get(key)
+    if value is None and not graph.claimed:
+        return None  # another program may listen by its own default
     if value is None:
         graph.findings.append(
             _finding(
@@ -510,11 +572,21 @@ def _nginx(graph: Graph, name: str) -> tuple[Embedded, list[Directive]] | None:
     return cached
 
 
-def _nginx_listeners(graph: Graph, service: Service, config_name: str) -> list[Listener]:
-    parsed = _nginx(graph, config_name)
-    if parsed is None:
-        return []
-    config, tree = parsed
+def _nginx_listeners(graph: Graph, service: Service) -> list[Listener] | None:
+    """Where a front door listens: the `listen`s of the inline nginx configs it mounts
+    (None when it runs no nginx or mounts none: its listener is not known)."""
+    configs = _inline_configs(graph.compose, service) if _runs_nginx(service) else []
+    if not configs:
+        return None
+    found: list[Listener] = []
+    for name in configs:
+        parsed = _nginx(graph, name)
+        if parsed is not None:
+            found += _server_listeners(*parsed)
+    return found
+
+
+def _server_listeners(config: Embedded, tree: list[Directive]) -> list[Listener]:
     found: list[Listener] = []
     for directive in _walk(tree):
         if directive.name != "server" or directive.block is None:
@@ -540,21 +612,18 @@ def _nginx_listeners(graph: Graph, service: Service, config_name: str) -> list[L
     return found
 
 
-def _holder(compose: ComposeFile, config: str) -> str | None:
-    """The service that mounts a top-level config (the consumer of what it says)."""
-    for service in compose:
-        for entry in service.get("configs") or ():
-            if isinstance(entry, dict) and entry.get("source") == config:
-                return service.name
-    return None
-
-
 def _nginx_refs(graph: Graph) -> Iterator[Ref]:
-    name = graph.wiring.nginx_config
-    holder = _holder(graph.compose, name)
-    parsed = _nginx(graph, name) if holder is not None else None
-    if parsed is None or holder is None:
-        return
+    """The upstreams and proxy_pass targets of every front door's inline nginx configs."""
+    for holder in _of_role(graph, [Role.FRONT_DOOR]):
+        service = graph.compose.services[holder]
+        for name in _inline_configs(graph.compose, service) if _runs_nginx(service) else ():
+            parsed = _nginx(graph, name)
+            if parsed is not None:
+                yield from _config_refs(holder, *parsed)
+
+
+def _config_refs(holder: str, config: Embedded, tree: list[Directive]) -> Iterator[Ref]:
+    parsed = (config, tree)
     upstreams = {d.args[0][0]: d for d in _walk(parsed[1]) if d.name == "upstream" and d.args and d.block}
     for upstream_name, upstream in upstreams.items():
         for server in upstream.block or ():
@@ -586,16 +655,32 @@ def _nginx_refs(graph: Graph) -> Iterator[Ref]:
 # -- the collector ---------------------------------------------------------------------
 
 
-def _collector_listeners(graph: Graph, config_name: str) -> list[Listener]:
-    parsed = collector(graph.compose, config_name, graph.wiring.collector_receiver)
+def _collector_config(graph: Graph, service: Service) -> Collector | None:
+    """The first inline config the collector mounts that reads as a collector config."""
+    for name in _inline_configs(graph.compose, service):
+        parsed = collector(graph.compose, name, "")
+        if parsed is not None and parsed.data is not None and isinstance(parsed.data.get("receivers"), YMap):
+            return parsed
+    return None
+
+
+def _collector_listeners(graph: Graph, service: Service) -> list[Listener] | None:
+    """The `endpoint` of every receiver and extension, and the address of the collector's
+    own metrics when its config writes one (`service.telemetry.metrics.address`)."""
+    parsed = _collector_config(graph, service)
     if parsed is None or parsed.data is None:
-        return []
+        return [] if graph.claimed else None
     found: list[Listener] = []
     for section in ("receivers", "extensions"):
         for node, pos in _endpoints(parsed.data.get(section)):
             address = _host_port(node, default_host="0.0.0.0")
             if address is not None:
                 found.append(Listener(address[0], address[1], parsed.outer(pos)))
+    metrics = dig(parsed.data, "service", "telemetry", "metrics")
+    written = metrics.get("address") if isinstance(metrics, YMap) else None
+    telemetry = _host_port(written, default_host="0.0.0.0") if isinstance(written, str) else None
+    if isinstance(metrics, YMap) and telemetry is not None:
+        found.append(Listener(telemetry[0], telemetry[1], parsed.outer(metrics.value_at("address"))))
     return found
 
 
@@ -612,20 +697,26 @@ def _endpoints(node: Any) -> Iterator[tuple[str, Pos]]:
 
 
 def _collector_refs(graph: Graph) -> Iterator[Ref]:
-    wiring = graph.wiring
-    parsed = collector(graph.compose, wiring.collector_config, wiring.collector_receiver)
-    holder = _holder(graph.compose, wiring.collector_config)
-    if parsed is None or holder is None:
-        return
-    for job in parsed.jobs:
-        for target, pos in job.targets:
-            address = _host_port(target, default_host="")
-            if address is not None:
-                yield Ref(holder, f"scrape job {job.name} target {target}", None, address[0], address[1], pos)
-    for value, pos in _endpoints(parsed.data.get("exporters") if parsed.data is not None else None):
-        match = _URL.match(value)
-        if match is not None:
-            yield _url_ref(holder, f"exporter endpoint {value}", match, parsed.outer(pos))
+    """Every collector's scrape targets (of each prometheus receiver) and exporter endpoints."""
+    for holder in _of_role(graph, [Role.COLLECTOR]):
+        parsed = _collector_config(graph, graph.compose.services[holder])
+        if parsed is None or parsed.data is None:
+            continue
+        receivers = parsed.data.get("receivers")
+        for receiver in receivers if isinstance(receivers, YMap) else ():
+            if str(receiver).split("/", 1)[0] != "prometheus":
+                continue
+            scraped = collector(graph.compose, parsed.config.name, str(receiver))
+            for job in scraped.jobs if scraped is not None else ():
+                for target, pos in job.targets:
+                    address = _host_port(target, default_host="")
+                    if address is not None:
+                        what = f"scrape job {job.name} target {target}"
+                        yield Ref(holder, what, None, address[0], address[1], pos)
+        for value, pos in _endpoints(parsed.data.get("exporters")):
+            match = _URL.match(value)
+            if match is not None:
+                yield _url_ref(holder, f"exporter endpoint {value}", match, parsed.outer(pos))
 
 
 # -- references ------------------------------------------------------------------------
@@ -716,13 +807,15 @@ def _resolve(graph: Graph, ref: Ref) -> Iterator[Finding]:  # noqa: PLR0911, PLR
     if target_name in graph.unknown or _off_network(graph, target):
         return  # listen or network-mode already names the cause
     allowed = _allowed(graph, consumer.name)
-    if allowed is not None and target_name not in allowed and target_name != consumer.name:
+    if allowed is not None and target_name not in allowed[0] and target_name != consumer.name:
+        names, roles = allowed
+        reach = ", ".join(names) or " or ".join(f"a {role.key} service" for role in roles)
         yield _finding(
             compose,
             ref.pos,
             "reference",
-            f"{consumer.name} {ref.what} names {target_name}; {consumer.name} may only reach {', '.join(allowed)}",
-            f"point it at {allowed[0]}" if len(allowed) == 1 else "point it at one of them",
+            f"{consumer.name} {ref.what} names {target_name}; {consumer.name} may only reach {reach}",
+            f"point it at {names[0]}" if len(names) == 1 else "point it at one of them",
         )
         return
     if target_name != consumer.name and not graph.nets(consumer) & graph.nets(target):
@@ -744,7 +837,8 @@ def _resolve(graph: Graph, ref: Ref) -> Iterator[Finding]:  # noqa: PLR0911, PLR
             ref.pos,
             "reference",
             f"{consumer.name} {ref.what}: {target_name} serves nothing the wiring contract knows",
-            f"reference a service that listens (or declare {target_name}'s listener in validators/contracts/wiring.yaml)",
+            "reference a service that listens (or declare the listener of its role, "
+            f"{graph.roles.get(target_name, Role.OTHER).key}, in validators/contracts/wiring.yaml)",
         )
         return
     on_port = [listener for listener in listeners if listener.port == ref.port]
@@ -773,15 +867,13 @@ def _off_network(graph: Graph, service: Service) -> bool:
     return isinstance(mode, str) and mode in set(graph.wiring.runtime.get("forbidden_network_modes") or ())
 
 
-def _allowed(graph: Graph, consumer: str) -> list[str] | None:
-    """The services `consumer` may reference (`engines` is every replica), or None: any."""
-    names = graph.wiring.edges.get(consumer) if graph.claimed else None
-    if names is None:
+def _allowed(graph: Graph, consumer: str) -> tuple[list[str], tuple[Role, ...]] | None:
+    """The services `consumer` may reference (those of the roles its role's edge names,
+    in file order) and those roles; None: any (no edge for its role, or no stack claims the file)."""
+    roles = graph.wiring.edges.get(graph.roles.get(consumer, Role.OTHER)) if graph.claimed else None
+    if roles is None:
         return None
-    result: list[str] = []
-    for name in names:
-        result.extend(graph.engines if name == "engines" else [name])
-    return result
+    return _of_role(graph, roles), roles
 
 
 def _tls(compose: ComposeFile, ref: Ref, target: str, on_port: Sequence[Listener]) -> Iterator[Finding]:
@@ -1054,11 +1146,29 @@ def _hf_cache(
     return posixpath.join(str(storage["default_hf_home"]), "hub"), None
 
 
-def _storage(compose: ComposeFile, wiring: Wiring, engines: Sequence[str]) -> Iterator[Finding]:
-    storage = wiring.storage
-    downloader = compose.services.get(str(storage["downloader"]))
+def _downloader(graph: Graph) -> Service | None:
+    """The one-shot job the engines wait for (`condition: service_completed_successfully`);
+    of several, the first that runs `download`."""
+    awaited: list[str] = []
+    for name in graph.engines:
+        depends = graph.compose.services[name].get("depends_on")
+        for other, spec in depends.items() if isinstance(depends, dict) else ():
+            if isinstance(spec, dict) and spec.get("condition") == "service_completed_successfully":
+                awaited.append(str(other))
+    jobs = [
+        graph.compose.services[name]
+        for name in _of_role(graph, [graph.wiring.downloader])
+        if name in awaited
+    ]
+    downloading = [job for job in jobs if "download" in (job.get("command") or ())]
+    return (downloading or jobs or [None])[0]
+
+
+def _storage(graph: Graph) -> Iterator[Finding]:
+    compose, storage, engines = graph.compose, graph.wiring.storage, graph.engines
+    downloader = _downloader(graph)
     named = compose.project.sections.get("volumes") or {}
-    if downloader is not None:
+    if downloader is not None and graph.claimed:  # the token env is the stack's policy
         yield from _token(compose, downloader, storage)
     download = _download(compose, downloader, storage) if downloader is not None else None
     written = _volume_mount(downloader, named, download.directory) if download and downloader else None
@@ -1273,11 +1383,19 @@ def _exempt_image(service: Service, exempt_images: Mapping[str, Any]) -> bool:
     return isinstance(image, str) and any(fragment in image for fragment in exempt_images)
 
 
+def _exempt(graph: Graph, exceptions: Mapping[str, Any]) -> set[str]:
+    """Services that need no healthcheck in a claimed file: those of a role the wiring
+    contract exempts, and those the stack contract's `wiring.healthcheck_exempt` names."""
+    if not graph.claimed:
+        return set()
+    names = set(_of_role(graph, graph.wiring.healthcheck_exempt))
+    return names | {str(name) for name in exceptions.get("healthcheck_exempt") or {}}
+
+
 def _runtime(
-    compose: ComposeFile, wiring: Wiring, engines: Sequence[str], *, claimed: bool = True
+    compose: ComposeFile, wiring: Wiring, engines: Sequence[str], exempt: set[str], *, claimed: bool = True
 ) -> Iterator[Finding]:
     runtime = wiring.runtime
-    exempt = (runtime.get("healthcheck_exempt") or {}) if claimed else {}
     exempt_images = runtime.get("healthcheck_exempt_images") or {}
     forbidden = set(runtime.get("forbidden_network_modes") or ())
     for service in compose:
