@@ -88,8 +88,15 @@ def test_its_wiring_is_judged_by_role_without_a_wiring_entry(fleet: Path) -> Non
     path = fleet / "prod" / FILE
     text = path.read_text(encoding="utf-8")
     assert text.count('LISTEN_ADDR: "0.0.0.0:8000"') == 1
-    path.write_text(text.replace('LISTEN_ADDR: "0.0.0.0:8000"', 'LISTEN_ADDR: "0.0.0.0:8080"'), encoding="utf-8")
+    path.write_text(
+        text.replace('LISTEN_ADDR: "0.0.0.0:8000"', 'LISTEN_ADDR: "0.0.0.0:8080"'), encoding="utf-8"
+    )
     rows = run_cli("--format", "json", "--rule", "wiring", path).findings()
     messages = sorted(row["message"].split(";")[0] for row in rows)
-    assert "nginx upstream glm51_proxy server proxy-glm51:8000: proxy-glm51 listens on 8080, not 8000" in messages
-    assert any(m.startswith("otelcol-contrib scrape job proxy-glm51 target proxy-glm51:8000") for m in messages)
+    assert (
+        "nginx upstream glm51_proxy server proxy-glm51:8000: proxy-glm51 listens on 8080, not 8000"
+        in messages
+    )
+    assert any(
+        m.startswith("otelcol-contrib scrape job proxy-glm51 target proxy-glm51:8000") for m in messages
+    )
