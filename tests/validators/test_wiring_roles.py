@@ -152,3 +152,63 @@ def test_a_stack_contract_naming_an_unknown_role_is_refused(
     result = run_cli("--rule", "wiring", "--format", "json", path)
     assert result.code != 0 and "Traceback" not in result.err
     assert "wiring.roles.proxy-glm53: 'gateway' is no role" in result.err
+
+
+DIGEST = "@sha256:" + "b" * 64
+UNCLAIMED = f"""\
+services:
+  gateway:
+    image: docker.io/example/router{DIGEST}
+    restart: unless-stopped
+    environment:
+      UPSTREAMS: http://llm:8000
+    healthcheck: {{test: [CMD, /probe]}}
+  llm:
+    image: docker.io/vllm/vllm-openai{DIGEST}
+    restart: unless-stopped
+    command: [--model, org/model, --port, "8000"]
+    healthcheck: {{test: [CMD, curl, -f, "http://localhost:8000/health"]}}
+  edge:
+    image: docker.io/library/nginx{DIGEST}
+    restart: unless-stopped
+    ports: ["443:8443"]
+    configs: [{{source: edge_conf, target: /etc/nginx/conf.d/default.conf}}]
+    healthcheck: {{test: [CMD, wget, -q, "http://127.0.0.1:8443/"]}}
+  telemetry:
+    image: docker.io/otel/opentelemetry-collector-contrib{DIGEST}
+    restart: unless-stopped
+    configs: [{{source: otel_conf, target: /etc/otelcol/config.yaml}}]
+configs:
+  edge_conf:
+    content: |
+      server {{ listen 8443; location / {{ proxy_pass http://gateway:9000; }} }}
+  otel_conf:
+    content: |
+      receivers:
+        prometheus/self:
+          config:
+            scrape_configs:
+              - job_name: self
+                static_configs: [{{targets: ["localhost:8888"]}}]
+              - job_name: gateway
+                static_configs: [{{targets: ["gateway:9090"]}}]
+      exporters:
+        debug: {{}}
+      service:
+        pipelines:
+          metrics: {{receivers: [prometheus/self], exporters: [debug]}}
+"""
+
+
+def test_a_file_no_stack_claims_is_not_held_to_our_stacks_listeners(tmp_path: Path) -> None:
+    # By role the gateway is a proxy and `telemetry` a collector; where they listen is
+    # their program's business in another team's file (no LISTEN_ADDR here, a self-scrape
+    # on the collector's own metrics port), so nothing is said about their references.
+    path = tmp_path / "other-team.yaml"
+    path.write_text(UNCLAIMED, encoding="utf-8")
+    assert wiring_findings(path) == []
+    # What the program itself decides is still judged: nginx listens where its config says.
+    path.write_text(UNCLAIMED.replace('ports: ["443:8443"]', 'ports: ["443:443"]'), encoding="utf-8")
+    assert [row["message"].split(";")[0] for row in wiring_findings(path)] == [
+        "edge publishes 443 to container port 443, but edge listens on 8443"
+    ]
