@@ -30,9 +30,9 @@ from typing import Any
 
 from rollout import deployer
 from rollout.changes import ABSENT, Aspect, Change, Op
-from rollout.roles import Role, SpellingError, command_tokens, gpu_device_ids, image_name, key_values
 from tierops.argv import split_argv
 from tierops.errors import TieropsError
+from tierops.roles import Role, SpellingError, command_tokens, gpu_device_ids, image_name, key_values
 from tierops.secrets import secret_key
 
 VARIANT_LABEL = "tierops.otel.config_variant"

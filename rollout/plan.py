@@ -47,9 +47,9 @@ from typing import Any
 from rollout.changes import Aspect, Change, ChangeSet, FileChange, Op, Side, Status, file_identity, file_label
 from rollout.checks import Check, checks_for, replica_number, rollout_order, served_model
 from rollout.fleet import Placement
-from rollout.roles import INTERRUPTS_TRAFFIC, Role, gpu_device_ids
 from rollout.steps import Action, ComposeCall, Mode
 from rollout.variables import Variable, new_variables
+from tierops.roles import INTERRUPTS_TRAFFIC, Role, gpu_device_ids
 
 NEW_TAG = "<NEW_TAG>"
 OLD_TAG = "<OLD_TAG>"

@@ -32,10 +32,10 @@ from rollout.changes import ABSENT, Aspect, Change, Op
 from rollout.checks import VARIANT_LABEL, Check, checks_for
 from rollout.forms import load_documents
 from rollout.release import AgeGate, IgnoredTag, ReleaseTag, TagSet, format_time
-from rollout.roles import Role, SpellingError, key_values, roles_of
 from rollout.steps import Action, ComposeCall, Mode
 from tierops.composebin import DUMMY_ENV, ComposeBinary, run_config
 from tierops.errors import InputError, RefusedError, UsageError
+from tierops.roles import Role, SpellingError, key_values, roles_of
 
 EMERGENCY_HINT = "an emergency before then follows docs/releasing.md (Emergency path), never a lower gate"
 

@@ -22,9 +22,9 @@ from rollout import deployer, git, release
 from rollout.deploy import Host, labels_of
 from rollout.fleet import Placement
 from rollout.forms import load_documents
-from rollout.roles import Role, roles_of
 from rollout.snapshot import DEFAULT_PATHS
 from tierops.errors import InputError
+from tierops.roles import Role, roles_of
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tierops import layout
 from tierops.errors import InputError
+from tierops.roles import Role
 from tierops.yamlload import LoadError, load_path
 
 CONTRACTS = layout.contracts_dir()
@@ -96,6 +97,9 @@ class Contract:
     files: Mapping[str, FileContract]
     telemetry: Mapping[str, Any]
     dcgm: Mapping[str, Any]
+    # Per-service exceptions of the wiring rule for this stack's files, keyed by service
+    # name (`roles`, `healthcheck_exempt`): the shared wiring contract names no service.
+    wiring: Mapping[str, Any] = field(default_factory=dict)
 
     def replica_of(self, service: str) -> Replica | None:
         for replica in self.replicas.values():
@@ -231,6 +235,11 @@ def _contract(path: Path, raw: dict[str, Any]) -> Contract:
             delta=_strs(body.get("delta")),
             replicas=replicas,
         )
+    wiring = dict(raw.get("wiring") or {})
+    for service, role in (wiring.get("roles") or {}).items():
+        if Role.from_key(str(role)) is None:
+            known = ", ".join(item.key for item in Role)
+            raise ValueError(f"wiring.roles.{service}: '{role}' is no role (roles: {known})")
     parity = engines["parity"]
     return Contract(
         path=path,
@@ -278,6 +287,7 @@ def _contract(path: Path, raw: dict[str, Any]) -> Contract:
         files=files,
         telemetry=raw["telemetry"],
         dcgm=raw["dcgm"],
+        wiring=wiring,
     )
 
 

@@ -1,8 +1,9 @@
 """Every rule family, in one plain dict: no discovery, no entry points.
 
-Adding a family: write validators/<name>.py with ID, SUMMARY, a docstring holding a
-passing and a failing example, and `check(compose, ctx)`; add it here; describe it in
-docs/validators.md. tests/validators/test_registry.py fails until all three are done.
+Adding a family: write validators/<name>.py (or a package validators/<name>/ whose
+`__init__.py` holds them) with ID, SUMMARY, a docstring holding a passing and a failing
+example, and `check(compose, ctx)`; add it here; describe it in docs/validators.md.
+tests/validators/test_registry.py fails until all three are done.
 """
 
 from __future__ import annotations

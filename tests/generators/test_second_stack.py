@@ -1,8 +1,9 @@
 """A second stack is data only: a vLLM tensor-parallel-8 stack joins a fleet.
 
 The fixture fleet plus the stack's three files (tests/fixtures/stacks/: source, targets,
-contract), and the stack's names added to the wiring data: the generators render its
-file, the validators judge it by its own contract, and nothing else in the fleet moves.
+contract), and nothing else: the wiring contract is keyed by role, so its services need
+no entry there. The generators render its file, the validators judge it by its own
+contract, and nothing else in the fleet moves.
 """
 
 from __future__ import annotations
@@ -28,25 +29,6 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for part in ("source", "targets"):
         shutil.copy(STACK / f"glm51vllm.{part}.yaml", root / "generators" / f"glm51vllm.{part}.yaml")
     shutil.copy(STACK / "glm51vllm.contract.yaml", root / "validators" / "contracts" / "glm51vllm.yaml")
-    wiring = root / "validators" / "contracts" / "wiring.yaml"
-    text = wiring.read_text(encoding="utf-8")
-    text = text.replace(
-        "  GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext: [gpu02]\n",
-        "  GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext: [gpu02]\n  GLM-5.1-AWQ-VLLM-TP8: [gpu05]\n",
-    )
-    text = text.replace(
-        "  proxy-glm53:\n    from: env\n    key: LISTEN_ADDR\n",
-        "  proxy-glm53:\n    from: env\n    key: LISTEN_ADDR\n  proxy-glm51:\n    from: env\n    key: LISTEN_ADDR\n",
-    )
-    text = text.replace(
-        '    default_address: ":9400"\n',
-        '    default_address: ":9400"\n  dcgm-glm51:\n    from: argv\n    address_flags: [-a, --address]\n    default_address: ":9400"\n',
-        1,
-    )
-    text = text.replace(
-        "  nginx: [proxy-glm53]\n", "  nginx: [proxy-glm53, proxy-glm51]\n  proxy-glm51: [engines]\n"
-    )
-    wiring.write_text(text, encoding="utf-8")
     monkeypatch.setenv("TIEROPS_FLEET", str(root))
     return root
 
@@ -94,4 +76,27 @@ def test_the_validators_judge_it_by_its_own_contract(fleet: Path) -> None:
     )
     assert any("reserves 8 GPUs but runs --tensor-parallel-size 4" in message for message in messages), (
         messages
+    )
+
+
+def test_its_wiring_is_judged_by_role_without_a_wiring_entry(fleet: Path) -> None:
+    # The wiring contract names none of this stack's services: its proxy is found by
+    # role, so moving the proxy's listener breaks the front door's upstream and the
+    # collector's scrape target, each named with this stack's own service names.
+    assert "glm51" not in (fleet / "validators" / "contracts" / "wiring.yaml").read_text(encoding="utf-8")
+    assert generate(["--write"]) == 0
+    path = fleet / "prod" / FILE
+    text = path.read_text(encoding="utf-8")
+    assert text.count('LISTEN_ADDR: "0.0.0.0:8000"') == 1
+    path.write_text(
+        text.replace('LISTEN_ADDR: "0.0.0.0:8000"', 'LISTEN_ADDR: "0.0.0.0:8080"'), encoding="utf-8"
+    )
+    rows = run_cli("--format", "json", "--rule", "wiring", path).findings()
+    messages = sorted(row["message"].split(";")[0] for row in rows)
+    assert (
+        "nginx upstream glm51_proxy server proxy-glm51:8000: proxy-glm51 listens on 8080, not 8000"
+        in messages
+    )
+    assert any(
+        m.startswith("otelcol-contrib scrape job proxy-glm51 target proxy-glm51:8000") for m in messages
     )

@@ -13,18 +13,37 @@ PACKAGE = ROOT / "validators"
 DOCS = ROOT / "docs" / "validators.md"
 
 
+def _declared_id(path: Path) -> str | None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(target, "id", None) for target in node.targets] == ["ID"]
+            and isinstance(node.value, ast.Constant)
+        ):
+            return str(node.value.value)
+    return None
+
+
 def _modules_declaring_an_id() -> dict[str, str]:
+    """Rule modules by name: `validators/<name>.py`, or a package `validators/<name>/`
+    whose `__init__.py` declares the id (its parts declare none)."""
     found: dict[str, str] = {}
     for path in sorted(PACKAGE.glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:
-            if (
-                isinstance(node, ast.Assign)
-                and [getattr(target, "id", None) for target in node.targets] == ["ID"]
-                and isinstance(node.value, ast.Constant)
-            ):
-                found[path.stem] = str(node.value.value)
+        declared = _declared_id(path)
+        if declared is not None:
+            found[path.stem] = declared
+    for path in sorted(PACKAGE.glob("*/__init__.py")):
+        declared = _declared_id(path)
+        if declared is not None:
+            found[path.parent.name] = declared
     return found
+
+
+def test_the_parts_of_a_rule_package_declare_no_id_of_their_own() -> None:
+    parts = [path for path in sorted(PACKAGE.glob("*/*.py")) if path.name != "__init__.py"]
+    assert any(path.parent.name == "wiring" for path in parts)  # the package layout is seen
+    assert {str(path.relative_to(PACKAGE)): _declared_id(path) for path in parts if _declared_id(path)} == {}
 
 
 def test_rule_ids_are_unique() -> None:

@@ -19,7 +19,7 @@ from tests.conftest import FLEET
 from tests.validators.conftest import BASE, CANARY, LONG, PROD, prod_text, run_cli
 from tierops.yamlload import load_path
 from validators import wiring
-from validators.wiring import CHECKS, load_wiring, parse_nginx
+from validators.wiring import CHECKS, checks, load_wiring, parse_nginx
 
 R1 = "model-sg-glm53-w4afp8-tp4-r1"
 R2 = "model-sg-glm53-w4afp8-tp4-r2"
@@ -463,15 +463,20 @@ def test_each_planted_fault_is_found_by_its_declared_check_only(
     # Which CHECKS entry produced each finding: so disabling that one check would leave
     # its fault unreported (the other checks do not cover it).
     fired: list[str] = []
-    real = wiring._finding
+    real = checks.finding
 
     def spy(compose: Any, pos: Any, check_name: str, message: str, fix: str | None = None) -> Any:
         fired.append(check_name)
         return real(compose, pos, check_name, message, fix)
 
-    monkeypatch.setattr(wiring, "_finding", spy)
+    monkeypatch.setattr(checks, "finding", spy)
     wiring_findings(write_prod(fault.file, mutate(fault.file, fault.edits)))
     assert fired and set(fired) == {fault.check}
+
+
+def test_the_findings_carry_the_id_the_registry_knows() -> None:
+    # The package's parts make findings under checks.RULE; the registry reads wiring.ID.
+    assert checks.RULE == wiring.ID == "wiring"
 
 
 def test_every_check_has_a_planted_fault() -> None:

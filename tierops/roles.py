@@ -1,11 +1,14 @@
 """What each service *is*, read from the file itself, never from a list of names.
 
-Roles are read from the compared form (`rollout/forms.py`: the canonical model, with
-`command`/`entrypoint` as argv items), so every spelling of a definition gets the same role.
+Roles are read from a document of canonical services (the model of
+`tierops/canonical.py`, where `command`/`entrypoint` may also be the diff's argv items)
+plus the top-level `configs`/`secrets`, so every spelling of a definition gets the same
+role. This module is the shared core's: the rollout plan and the validators read it.
 
-The rollout plan orders steps by role and decides what interrupts traffic, so the role
-must follow the definition: a renamed engine is still an engine, and a hand-written
-file with other names gets the same plan. Rules, first match wins:
+The rollout plan orders steps by role and decides what interrupts traffic, and the
+wiring rule finds listeners and edges by role, so the role must follow the definition:
+a renamed engine is still an engine, and a hand-written file with other names gets the
+same plan and the same checks. Rules, first match wins:
 
 - engine: runs SGLang or vLLM, told by what it runs (`sglang serve`, `vllm serve`,
   `python -m sglang.launch_server`, ..., `tierops/argv.py`), so a locally built
@@ -43,6 +46,16 @@ class Role(StrEnum):
     REGISTRAR = "registrar"
     FRONT_DOOR = "front door"
     OTHER = "other"
+
+    @property
+    def key(self) -> str:
+        """How data names the role (a YAML key): `engine`, `one_shot`, `front_door`, ..."""
+        return self.name.lower()
+
+    @classmethod
+    def from_key(cls, key: str) -> Role | None:
+        """The role a data key names (`front_door`), or None for a key that names none."""
+        return next((role for role in cls if role.key == key), None)
 
 
 # Recreating these cuts or re-announces every request path of the host.
