@@ -53,10 +53,7 @@ from validators.manifest import FlagSpec
 from validators.model import ComposeFile, Service, Token
 
 ID = "engine-flags"
-SUMMARY = (
-    "engine flags exist in the build their image runs (SGLang or vLLM manifest, declared patch flags); "
-    "values, choices, startup conflicts"
-)
+SUMMARY = "engine flags exist in the build their image runs (manifest or patch flags); values, choices, startup conflicts"
 
 ENGINE_PROGRAM = ("sglang", "serve")
 _FLAG = re.compile(r"^--?[A-Za-z]")
@@ -285,16 +282,15 @@ def _check_engine(path: str, service: Service, build: EngineBuild) -> Iterator[F
     yield from _conflicts(path, name, uses, build)
 
 
-def _dotted(path: str, name: str, spec: FlagSpec, word: _Word, token: Token) -> Iterator[Finding]:
+def _dotted(path: str, name: str, spec: FlagSpec, word: _Word, token: Token) -> list[Finding]:
     """`--x.key value` is a key of the JSON flag `--x`: only a JSON flag has keys."""
     kind = spec.type or ""
-    if not spec.takes_value or not any(part in kind for part in ("json", "dataclass", "dict")):
-        yield error(
-            path,
-            token.pos,
-            ID,
-            f"{name} flag {word.written} sets a key of {spec.flag}, which takes {kind or 'no value'}, not JSON",
-        )
+    if spec.takes_value and any(part in kind for part in ("json", "dataclass", "dict")):
+        return []
+    message = (
+        f"{name} flag {word.written} sets a key of {spec.flag}, which takes {kind or 'no value'}, not JSON"
+    )
+    return [error(path, token.pos, ID, message)]
 
 
 def _values(path: str, name: str, spec: FlagSpec, use: Use, engine: str = "sglang") -> Iterator[Finding]:
