@@ -1,4 +1,4 @@
-"""What every rule family reads besides the file: the contracts and the flag manifest.
+"""What every rule family reads besides the file: the contracts and the engine builds.
 
 A fleet has one contract per stack (`validators/contracts/<stack>.yaml`, each naming the
 files it claims under `files:`). A file is judged against the contract that claims it;
@@ -17,7 +17,7 @@ from validators.contract import (
     DEFAULT_BUILD,
     BuildContract,
     Contract,
-    load_build,
+    load_builds,
     load_contract,
 )
 from validators.manifest import HERE as MANIFEST_DIR
@@ -29,12 +29,23 @@ NOT_STACKS = frozenset({"engine-build.yaml", "wiring.yaml"})
 
 
 @dataclass(frozen=True)
+class EngineBuild:
+    """A build of engine-build.yaml with its flag manifest loaded."""
+
+    contract: BuildContract
+    manifest: Manifest
+
+
+@dataclass(frozen=True)
 class Context:
     contracts: tuple[Contract, ...]
-    build: BuildContract
-    manifest: Manifest
+    builds: tuple[EngineBuild, ...]
     # The contract that claims the file being checked; None: no stack claims it.
     contract: Contract | None = None
+
+    def build_of(self, image: str) -> EngineBuild | None:
+        """The build whose `images:` lists `image` (None: no known build runs it)."""
+        return next((build for build in self.builds if image in build.contract.images), None)
 
     def for_file(self, stem: str) -> Context:
         """This context with the contract that claims the file `stem` (None if none does)."""
@@ -67,10 +78,9 @@ def stack_contracts(directory: Path | None = None) -> list[Path]:
 
 
 def load_context(contracts: Sequence[Path] | None = None, build: Path | None = None) -> Context:
-    build_contract = load_build(build if build is not None else layout.contracts_dir() / DEFAULT_BUILD.name)
+    builds = load_builds(build if build is not None else layout.contracts_dir() / DEFAULT_BUILD.name)
     paths = stack_contracts() if contracts is None else list(contracts)
     return Context(
         contracts=tuple(load_contract(path) for path in paths),
-        build=build_contract,
-        manifest=load_manifest(MANIFEST_DIR / build_contract.manifest),
+        builds=tuple(EngineBuild(item, load_manifest(MANIFEST_DIR / item.manifest)) for item in builds),
     )

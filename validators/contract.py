@@ -150,15 +150,24 @@ class Conflict:
     message: str
 
 
+ENGINE_KINDS = ("sglang", "vllm")
+
+
 @dataclass(frozen=True)
 class BuildContract:
+    """One engine build: the flags it accepts (a manifest plus declared patch flags),
+    the startup rules that bite, and the images that run it."""
+
     path: Path
-    build: str
-    manifest: str
+    name: str
+    manifest: str  # a file of validators/manifest/ (an absolute path as written)
     patch_flags: Mapping[str, PatchFlag]
     conflicts: tuple[Conflict, ...]
     # The images that run this build: only their engines are judged by its manifest.
     images: tuple[str, ...] = ()
+    engine: str = "sglang"  # sglang | vllm: the program whose argv the manifest describes
+    # How the build's version was established (read from the image, or stated by the team).
+    basis: str = ""
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -292,24 +301,67 @@ def _contract(path: Path, raw: dict[str, Any]) -> Contract:
 
 
 @functools.lru_cache(maxsize=8)
-def load_build(path: Path = DEFAULT_BUILD) -> BuildContract:
+def load_builds(path: Path = DEFAULT_BUILD) -> tuple[BuildContract, ...]:
+    """Every build engine-build.yaml lists under `builds:`, in file order."""
     raw = _read(path)
+    if not isinstance(raw.get("builds"), list) or not raw["builds"]:
+        raise InputError(
+            "engine build contract has no `builds:` list",
+            where=str(path),
+            hint="list each build under `builds:` with name, engine, manifest, images, patch_flags, conflicts",
+        )
+    builds: list[BuildContract] = []
+    owner: dict[str, str] = {}
+    for index, body in enumerate(raw["builds"]):
+        build = _build(path, index, body)
+        if any(build.name == other.name for other in builds):
+            raise InputError(f"builds[{index}]: a second build named {build.name}", where=str(path))
+        for image in build.images:
+            if image in owner:
+                raise InputError(
+                    f"builds[{index}] ({build.name}): image {image} is already the image of {owner[image]}",
+                    where=str(path),
+                    hint="an image runs one build: list it under one build only",
+                )
+            owner[image] = build.name
+        builds.append(build)
+    return tuple(builds)
+
+
+def load_build(path: Path = DEFAULT_BUILD) -> BuildContract:
+    """The first build of engine-build.yaml (the fleet's SGLang build), for readers that
+    know one build only; the validators judge each engine by the build of its image."""
+    return load_builds(path)[0]
+
+
+def _build(path: Path, index: int, body: Any) -> BuildContract:
     try:
+        engine = str(body.get("engine", ""))
+        if engine not in ENGINE_KINDS:
+            raise InputError(
+                f"builds[{index}]: engine {engine or '(missing)'!r} is not one of {', '.join(ENGINE_KINDS)}",
+                where=str(path),
+                hint="say which program the build's manifest describes: `engine: sglang` or `engine: vllm`",
+            )
         return BuildContract(
             path=path,
-            build=str(raw["build"]),
-            manifest=str(raw["manifest"]),
+            name=str(body["name"]),
+            manifest=str(body["manifest"]),
             patch_flags={
                 str(flag): PatchFlag(
-                    str(flag), str(body["action"]), str(body.get("type", "str")), str(body["reason"])
+                    str(flag), str(item["action"]), str(item.get("type", "str")), str(item["reason"])
                 )
-                for flag, body in (raw.get("patch_flags") or {}).items()
+                for flag, item in (body.get("patch_flags") or {}).items()
             },
             conflicts=tuple(
                 Conflict(_strs(item["flags"]), str(item["level"]), str(item["message"]))
-                for item in raw.get("conflicts") or ()
+                for item in body.get("conflicts") or ()
             ),
-            images=_strs(raw.get("images")),
+            images=_strs(body.get("images")),
+            engine=engine,
+            basis=str(body.get("basis") or ""),
         )
     except (KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"engine build contract is malformed near {exc}", where=str(path)) from None
+        raise InputError(
+            f"engine build contract is malformed near builds[{index}] {exc}", where=str(path)
+        ) from None

@@ -60,13 +60,19 @@ def test_the_validators_judge_it_by_its_own_contract(fleet: Path) -> None:
     assert generate(["--write"]) == 0
     result = run_cli("--format", "json")
     rows = result.findings()
-    # Its engine is named once as not flag-checked (no vLLM manifest); nothing else.
-    assert [(row["path"], row["rule"], row["level"]) for row in rows] == [
-        (f"prod/{FILE}", "engine-flags", "warning")
-    ]
+    # Its engine's image is the fleet's vLLM build: its flags are judged, and pass.
+    assert rows == []
     assert result.code == 0
-    # A change its contract forbids is caught in its file, with its own flag's spelling.
     path = fleet / "prod" / FILE
+    rendered = path.read_text(encoding="utf-8")
+    misspelt = rendered.replace("- --enable-prefix-caching\n", "- --enable-prefix-cachng\n", 1)
+    path.write_text(misspelt, encoding="utf-8")
+    flagged = run_cli("--format", "json", "--rule", "engine-flags").findings()
+    assert [row["message"].rsplit("; ", 1)[-1] for row in flagged] == [
+        "did you mean --enable-prefix-caching?"
+    ]
+    path.write_text(rendered, encoding="utf-8")
+    # A change its contract forbids is caught in its file, with its own flag's spelling.
     path.write_text(
         path.read_text(encoding="utf-8").replace('      - "8"\n', '      - "4"\n', 1), encoding="utf-8"
     )

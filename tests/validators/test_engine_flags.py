@@ -8,16 +8,22 @@ from typing import Any
 
 from tests.validators.conftest import BASE, LONG, line_of, prod_text, run_cli
 from validators import engine_flags
-from validators.context import load_context
+from validators.context import Context, EngineBuild, load_context
 from validators.findings import Level
 from validators.loader import Document, parse
 from validators.model import build
 
 
+def sglang_build(ctx: Context) -> EngineBuild:
+    return next(build for build in ctx.builds if build.contract.engine == "sglang")
+
+
 def findings(text: str, name: str = BASE, **context: Any) -> list[tuple[int, str, str]]:
     ctx = load_context()
     if context:
-        ctx = dataclasses.replace(ctx, build=dataclasses.replace(ctx.build, **context))
+        old = sglang_build(ctx)
+        new = dataclasses.replace(old, contract=dataclasses.replace(old.contract, **context))
+        ctx = dataclasses.replace(ctx, builds=tuple(new if b is old else b for b in ctx.builds))
     doc = parse(text.encode(), name)
     assert isinstance(doc, Document)
     return [(f.line, f.level.value, f.message) for f in engine_flags.check(build(doc), ctx)]
@@ -116,12 +122,12 @@ services:
   engine:
     image: {image}
     command: [sglang, serve, --model-path, /models/m, {flag}, "4096"]
-""".replace("{image}", load_context().build.images[0])
+""".replace("{image}", sglang_build(load_context()).contract.images[0])
 
 
 def test_an_engine_on_an_image_without_a_manifest_is_named_once_never_judged_by_another_build() -> None:
     other = "docker.io/lmsysorg/sglang@sha256:" + "a" * 64
-    text = SNIPPET.replace(load_context().build.images[0], other).replace(
+    text = SNIPPET.replace(sglang_build(load_context()).contract.images[0], other).replace(
         "{flag}", "--a-flag-of-a-newer-build"
     )
     text += "  twin:\n    image: " + other + "\n    command: [sglang, serve, --another-new-flag]\n"

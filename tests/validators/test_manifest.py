@@ -483,11 +483,13 @@ def engine_findings(text: str, ctx: Context | None = None) -> list[tuple[int, st
 
 def with_spec(flag: str, **changes: Any) -> Context:
     ctx = load_context()
-    spec = ctx.manifest.lookup(flag)
+    old = next(build for build in ctx.builds if build.contract.engine == "sglang")
+    spec = old.manifest.lookup(flag)
     assert spec is not None
     new = dataclasses.replace(spec, **changes)
-    flags = {spelling: (new if found is spec else found) for spelling, found in ctx.manifest.flags.items()}
-    return dataclasses.replace(ctx, manifest=dataclasses.replace(ctx.manifest, flags=flags))
+    flags = {spelling: (new if found is spec else found) for spelling, found in old.manifest.flags.items()}
+    changed = dataclasses.replace(old, manifest=dataclasses.replace(old.manifest, flags=flags))
+    return dataclasses.replace(ctx, builds=tuple(changed if b is old else b for b in ctx.builds))
 
 
 def test_a_value_of_a_flag_with_unknown_choices_is_a_warning_not_accepted_silently() -> None:

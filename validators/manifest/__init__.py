@@ -1,6 +1,7 @@
-"""The pinned engine build's CLI flags: a committed manifest, read without importing sglang.
+"""The engine builds' CLI flags: committed manifests, read without importing the engines.
 
-`python -m validators.manifest extract <wheel>` writes the manifest (see extract.py);
+`python -m validators.manifest extract <wheel>` writes a manifest (extract.py for an
+SGLang wheel, vllm.py for a vLLM one);
 engine-flags reads it through `load_manifest`.
 """
 
@@ -70,7 +71,7 @@ def load_manifest(path: Path) -> Manifest:
         raise InputError(
             f"cannot read the engine flag manifest: {exc}",
             where=str(path),
-            hint="regenerate it with `python -m validators.manifest extract <sglang wheel>`",
+            hint="regenerate it with `python -m validators.manifest extract <engine wheel>`",
         ) from None
 
 

@@ -36,13 +36,13 @@ def _shown(path: Path) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m validators.manifest",
-        description="Extract the CLI flag manifest of an sglang wheel statically (ast; never imports sglang).",
+        description="Extract the CLI flag manifest of an sglang or vllm wheel statically (ast; never imports the engine).",
         epilog=epilog("the written manifest differs from the committed one (with --check)"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("extract", help="read a wheel and write its manifest")
-    run.add_argument("wheel", type=Path, help="the sglang wheel (pip download sglang==X --no-deps)")
+    run.add_argument("wheel", type=Path, help="the sglang or vllm wheel (pip download sglang==X --no-deps)")
     run.add_argument(
         "-o",
         "--output",

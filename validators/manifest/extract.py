@@ -40,6 +40,7 @@ from tierops.errors import InputError
 
 SERVER_ARGS = "sglang/srt/server_args.py"
 FIELDS_DIR = "sglang/srt/arg_groups/fields/"
+VLLM_CLI_ARGS = "vllm/entrypoints/openai/cli_args.py"
 _WHEEL_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-")
 
 # argparse actions that never take a value.
@@ -170,6 +171,8 @@ def extract(wheel_path: Path) -> dict[str, Any]:
         raise InputError("not a zip archive (is the download complete?)", where=str(wheel_path)) from None
     with archive:
         wheel = _Wheel(archive)
+        if VLLM_CLI_ARGS in wheel.names:
+            return _extract_vllm(wheel_path, wheel, data, match.group("name"), match.group("version"))
         fields = sorted(name for name in wheel.names if name.startswith(FIELDS_DIR) and name.endswith(".py"))
         paths = [SERVER_ARGS, *fields]
         modules = [module for module in (wheel.module(path) for path in paths) if module is not None]
@@ -190,6 +193,35 @@ def extract(wheel_path: Path) -> dict[str, Any]:
             "resolved_from": [path for path in read if path not in {module.path for module in modules}],
         },
         "extractor": "python -m validators.manifest extract <wheel>",
+        "flag_count": len(flags),
+        "flags": sorted(flags, key=lambda entry: entry["flag"]),
+    }
+
+
+def _extract_vllm(path: Path, wheel: _Wheel, data: bytes, package: str, version: str) -> dict[str, Any]:
+    """A vLLM wheel: `vllm serve`'s parser, read by validators/manifest/vllm.py."""
+    from validators.manifest.vllm import ARG_UTILS, read_wheel  # vllm.py imports this module
+
+    try:
+        flags, positionals, read = read_wheel(wheel)
+    except _Unresolved:
+        raise InputError(
+            f"cannot follow make_arg_parser in {VLLM_CLI_ARGS}; is this a vllm wheel of a known layout?",
+            where=str(path),
+        ) from None
+    files = [VLLM_CLI_ARGS, ARG_UTILS]
+    return {
+        "source": {
+            "package": package,
+            "version": version,
+            "wheel": path.name,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "files": files,
+            "resolved_from": [name for name in read if name not in files],
+        },
+        "extractor": "python -m validators.manifest extract <wheel>",
+        # Words `vllm serve` takes before its flags (the model tag).
+        "positionals": positionals,
         "flag_count": len(flags),
         "flags": sorted(flags, key=lambda entry: entry["flag"]),
     }
