@@ -1,7 +1,7 @@
 """The semantic diff of one compose document: per service, per aspect, per flag.
 
 Both sides are read once into the canonical model (`forms.py` over
-`tierops/canonical.py`), so a change Compose would not see (`shm_size: "64"` for `64`,
+`tierops/canonical/`), so a change Compose would not see (`shm_size: "64"` for `64`,
 `$VAR` for `${VAR}`, `300s` for `5m`, short or long ports, a string healthcheck, an
 empty first document) is no change here and never restarts a service. Services whose
 forms are equal cost one `==`; the others are taken apart by aspect:

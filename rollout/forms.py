@@ -2,7 +2,7 @@
 
 The file is read by the one loader (`tierops/yamlload.py`: regular files only, size,
 depth and alias budgets, positions) and turned into the canonical model
-(`tierops/canonical.py`: several documents merged as Compose merges them, every short
+(`tierops/canonical/`: several documents merged as Compose merges them, every short
 syntax in its long form, durations, sizes, ports and healthchecks as Compose renders
 them). Nothing here re-normalises a spelling; this module only adds what a *diff*
 needs on top of the model:
