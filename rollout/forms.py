@@ -1,6 +1,6 @@
 """A compose file in the form the diff compares: Compose's own meaning, read once.
 
-The file is read by the one loader (`tierops/yamlload.py`: regular files only, size,
+The file is read by the one loader (`tierops/yamlload/`: regular files only, size,
 depth and alias budgets, positions) and turned into the canonical model
 (`tierops/canonical/`: several documents merged as Compose merges them, every short
 syntax in its long form, durations, sizes, ports and healthchecks as Compose renders

@@ -521,7 +521,7 @@ class Masker:
             self._add_line(line)
 
     def _add_yaml(self, text: str) -> None:
-        """Parsed by the one loader (tierops/yamlload.py), within its depth, size and alias
+        """Parsed by the one loader (tierops/yamlload/), within its depth, size and alias
         budgets: hostile text is left to the line-by-line reading, never a hang or a crash."""
         try:  # (text over the loader's size budget is refused by it: LoadError)
             documents = load_shared(text.encode("utf-8", "surrogatepass"), "<inline>").documents
