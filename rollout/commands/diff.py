@@ -14,12 +14,13 @@ import os
 import sys
 from pathlib import Path
 
-from rollout import colour, git
-from rollout.changes import ChangeSet
-from rollout.compare import compare
-from rollout.masking import mask_changeset, protect_source, write_masked
-from rollout.report_diff import RENDERERS
-from rollout.snapshot import (
+from rollout import git
+from rollout.diff import colour
+from rollout.diff.changes import ChangeSet
+from rollout.diff.compare import compare
+from rollout.diff.masking import mask_changeset, protect_source, write_masked
+from rollout.diff.report import RENDERERS
+from rollout.diff.snapshot import (
     BASE_ENV,
     PRE_COMMIT_ENV,
     Snapshot,

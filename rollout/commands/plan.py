@@ -18,15 +18,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rollout import git, release
-from rollout.changes import ChangeSet, FileChange
+from rollout import git
 from rollout.commands.diff import add_selection_arguments, load_sides
-from rollout.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
-from rollout.forms import load_documents
-from rollout.masking import write_masked
-from rollout.plan import NEW_TAG, OLD_TAG, Plan, Tags, build_plan
-from rollout.report_plan import RENDERERS
-from rollout.snapshot import Snapshot
+from rollout.diff.changes import ChangeSet, FileChange
+from rollout.diff.forms import load_documents
+from rollout.diff.masking import write_masked
+from rollout.diff.snapshot import Snapshot
+from rollout.plan.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
+from rollout.plan.planner import NEW_TAG, OLD_TAG, Plan, Tags, build_plan
+from rollout.plan.report import RENDERERS
+from rollout.release import record as release
 from tierops.errors import InputError, RefusedError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 

@@ -23,8 +23,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rollout import changelog, git, release, rollback, tags
-from rollout.masking import protect_source
+from rollout import git
+from rollout.diff.masking import protect_source
+from rollout.release import changelog, rollback, tags
+from rollout.release import record as release
 from tierops.atomic import write_bytes_atomic
 from tierops.errors import InputError
 from tierops.exitcodes import ExitCode, epilog

@@ -7,11 +7,12 @@ import json
 import os
 from pathlib import Path
 
-from rollout import git, release
+from rollout import git
 from rollout.commands.plan import fleet_placements
-from rollout.deploy import TOKEN_ENV, load_endpoints
-from rollout.snapshot import read_snapshot, resolve_head
-from rollout.status import render_json, render_text, status
+from rollout.diff.snapshot import read_snapshot, resolve_head
+from rollout.plan.deploy import TOKEN_ENV, load_endpoints
+from rollout.release import record as release
+from rollout.release.status import render_json, render_text, status
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 

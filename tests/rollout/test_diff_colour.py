@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from rollout import colour, masking
+from rollout.diff import colour, masking
 
 REPORT = (
     "diff of prod: base a -> head b: 1 file(s) changed, 0 unreadable\n"

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from rollout import deployer, release
 from rollout.cli import main
+from rollout.plan import deployer
+from rollout.release import record as release
 from tests.rollout.history_text import shown
 from tests.rollout.release_world import (
     CANARY,

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from rollout import release, tags
 from rollout.cli import main
+from rollout.release import record as release
+from rollout.release import tags
 from tests.rollout.history_text import shown
 from tests.rollout.release_world import (
     CHECK,

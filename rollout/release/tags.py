@@ -48,7 +48,7 @@ from types import FrameType
 from typing import Any
 
 from rollout import git
-from rollout.release import (
+from rollout.release.record import (
     DEFAULT_VERIFY,
     VERIFY_OVERRIDE,
     VERIFY_PASSED,

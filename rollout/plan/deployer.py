@@ -19,7 +19,8 @@ from typing import Any, cast
 from tierops.errors import InputError
 from tierops.yamlload import LoadError, load_path
 
-CONTRACT = Path(__file__).with_name("compose-manager.yaml")
+# The contract stays at the package top (rollout/compose-manager.yaml), where the docs name it.
+CONTRACT = Path(__file__).parent.with_name("compose-manager.yaml")
 UP = "POST /compose/up"
 DOWN = "POST /compose/down"
 

@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rollout import deployer
-from rollout.changes import ABSENT, Aspect, Change, Op
+from rollout.diff.changes import ABSENT, Aspect, Change, Op
+from rollout.plan import deployer
 from rollout.roles import Role, SpellingError, command_tokens, gpu_device_ids, image_name, key_values
 from tierops.argv import split_argv
 from tierops.errors import TieropsError

@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rollout.changes import Aspect, Change, ChangeSet, FileChange, Status
-from rollout.describe import describe
-from rollout.folding import Folded, fold
+from rollout.diff.changes import Aspect, Change, ChangeSet, FileChange, Status
+from rollout.diff.describe import describe
+from rollout.diff.folding import Folded, fold
 from rollout.markdown import DIFF_BUDGET, code, escape, fence, fit
 
 # Text diffs of inline configs longer than this are collapsed in Markdown.

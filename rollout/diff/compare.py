@@ -12,10 +12,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from rollout.changes import ChangeSet, FileChange, Side, Status
-from rollout.diff import diff_document
-from rollout.forms import Document, read
-from rollout.snapshot import Snapshot
+from rollout.diff.changes import ChangeSet, FileChange, Side, Status
+from rollout.diff.document import diff_document
+from rollout.diff.forms import Document, read
+from rollout.diff.snapshot import Snapshot
 from tierops.errors import InputError
 from tierops.yamlload import MAX_BYTES
 

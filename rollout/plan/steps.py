@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from rollout import deployer
+from rollout.plan import deployer
 
 
 class Action(Enum):

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout import git
-from rollout.forms import Document, from_data, read, services_of
+from rollout.diff.forms import Document, from_data, read, services_of
 from tierops.errors import InputError, RefusedError, UsageError
 
 # Exactly `v0.0.<N>` without leading zeros: `v0.0.07` next to `v0.0.7` would make two

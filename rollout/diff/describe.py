@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rollout.changes import ABSENT, Aspect, Change, Op
+from rollout.diff.changes import ABSENT, Aspect, Change, Op
 
 _BARE = re.compile(r"^[^\s\"'`]+$")
 _FINGERPRINT = re.compile(r"^<secret sha256:[0-9a-f]{8}>$")  # masking.fingerprint(): shown bare

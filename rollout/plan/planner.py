@@ -44,12 +44,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from rollout.changes import Aspect, Change, ChangeSet, FileChange, Op, Side, Status, file_identity, file_label
-from rollout.checks import Check, checks_for, replica_number, rollout_order, served_model
-from rollout.fleet import Placement
+from rollout.diff.changes import (
+    Aspect,
+    Change,
+    ChangeSet,
+    FileChange,
+    Op,
+    Side,
+    Status,
+    file_identity,
+    file_label,
+)
+from rollout.plan.checks import Check, checks_for, replica_number, rollout_order, served_model
+from rollout.plan.fleet import Placement
+from rollout.plan.steps import Action, ComposeCall, Mode
+from rollout.plan.variables import Variable, new_variables
 from rollout.roles import INTERRUPTS_TRAFFIC, Role, gpu_device_ids
-from rollout.steps import Action, ComposeCall, Mode
-from rollout.variables import Variable, new_variables
 
 NEW_TAG = "<NEW_TAG>"
 OLD_TAG = "<OLD_TAG>"

@@ -59,7 +59,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from rollout.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
+from rollout.diff.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from tierops.errors import OutputError, UsageError
 from tierops.secrets import HEADER, HEADER_WORDS, entropy, only_references
 from tierops.secrets import SHAPES as _SHAPES

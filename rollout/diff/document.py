@@ -39,10 +39,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from rollout.apply import ApplyError, apply_changes
-from rollout.changes import ABSENT, ASPECT_ORDER, Aspect, Change, FileChange, Key, Op, ServiceChange, Status
-from rollout.describe import unquoted
-from rollout.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, program_of
+from rollout.diff.apply import ApplyError, apply_changes
+from rollout.diff.changes import (
+    ABSENT,
+    ASPECT_ORDER,
+    Aspect,
+    Change,
+    FileChange,
+    Key,
+    Op,
+    ServiceChange,
+    Status,
+)
+from rollout.diff.describe import unquoted
+from rollout.diff.forms import ARGV_KEYS, CONTENT_SECTIONS, EMPTY, Document, plain, program_of
 from rollout.roles import Role, mounted_by, roles_of
 from tierops.argv import Argv, aliases_for, split_argv
 from tierops.canonical import Service, runtime_form

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rollout import git
-from rollout.changes import Side
+from rollout.diff.changes import Side
 from tierops.errors import UsageError
 from tierops.yamlload import looks_like_compose, read_regular
 

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rollout import git
-from rollout.changes import Aspect, FileChange, Op, Side, Status
-from rollout.compare import compare_file
-from rollout.describe import describe
-from rollout.forms import load_documents
-from rollout.masking import mask_file
-from rollout.release import Change, History
-from rollout.variables import new_variables
+from rollout.diff.changes import Aspect, FileChange, Op, Side, Status
+from rollout.diff.compare import compare_file
+from rollout.diff.describe import describe
+from rollout.diff.forms import load_documents
+from rollout.diff.masking import mask_file
+from rollout.plan.variables import new_variables
+from rollout.release.record import Change, History
 from tierops.errors import InputError
 
 MAX_CHANGES = 3  # changes named per service; the rest are counted

@@ -15,10 +15,10 @@ import html
 import json
 from collections.abc import Callable
 
+from rollout.diff.masking import mask_text
 from rollout.markdown import PLAN_BUDGET, code, escape, fence, fit
-from rollout.masking import mask_text
-from rollout.plan import NO_DOWN_PREVIEW, FilePlan, Plan, Stage, Step
-from rollout.steps import ComposeCall
+from rollout.plan.planner import NO_DOWN_PREVIEW, FilePlan, Plan, Stage, Step
+from rollout.plan.steps import ComposeCall
 
 
 def no_change_line(plan: Plan) -> str | None:

@@ -27,13 +27,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rollout import changelog, git
-from rollout.changes import ABSENT, Aspect, Change, Op
-from rollout.checks import VARIANT_LABEL, Check, checks_for
-from rollout.forms import load_documents
-from rollout.release import AgeGate, IgnoredTag, ReleaseTag, TagSet, format_time
+from rollout import git
+from rollout.diff.changes import ABSENT, Aspect, Change, Op
+from rollout.diff.forms import load_documents
+from rollout.plan.checks import VARIANT_LABEL, Check, checks_for
+from rollout.plan.steps import Action, ComposeCall, Mode
+from rollout.release import changelog
+from rollout.release.record import AgeGate, IgnoredTag, ReleaseTag, TagSet, format_time
 from rollout.roles import Role, SpellingError, key_values, roles_of
-from rollout.steps import Action, ComposeCall, Mode
 from tierops.composebin import DUMMY_ENV, ComposeBinary, run_config
 from tierops.errors import InputError, RefusedError, UsageError
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollout import deployer
+from rollout.plan import deployer
 from tierops.errors import RefusedError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode
 

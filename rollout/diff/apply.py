@@ -20,7 +20,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from rollout.changes import ABSENT, Change, FileChange, Key, Op, Status
+from rollout.diff.changes import ABSENT, Change, FileChange, Key, Op, Status
 
 
 class ApplyError(ValueError):

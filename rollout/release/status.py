@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rollout import deployer, git, release
-from rollout.deploy import Host, labels_of
-from rollout.fleet import Placement
-from rollout.forms import load_documents
+from rollout import git
+from rollout.diff.forms import load_documents
+from rollout.diff.snapshot import DEFAULT_PATHS
+from rollout.plan import deployer
+from rollout.plan.deploy import Host, labels_of
+from rollout.plan.fleet import Placement
+from rollout.release import record as release
 from rollout.roles import Role, roles_of
-from rollout.snapshot import DEFAULT_PATHS
 from tierops.errors import InputError
 
 
