@@ -28,6 +28,7 @@ from rollout.plan.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placem
 from rollout.plan.planner import NEW_TAG, OLD_TAG, Plan, Tags, build_plan
 from rollout.plan.report import RENDERERS
 from rollout.release import record as release
+from rollout.release import tagset
 from tierops.errors import InputError, RefusedError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 
@@ -80,7 +81,7 @@ def resolve_tags(
     a `v0.0.9-rc` or a lightweight tag on either commit never reaches a payload. A tag
     given by hand must carry the files that were reviewed (`sides`: base and head), and
     the new one must be newer than the deployed one."""
-    found = release.read_tags(repo)
+    found = tagset.read_tags(repo)
     for option, value in (("--tag", tag), ("--base-tag", base_tag)):
         if value is not None:
             _require_release_name(found, option, value)
@@ -114,13 +115,13 @@ def resolve_tags(
     return Tags(new, old, tuple(notes), _deployable(found, new))
 
 
-def _deployable(found: release.TagSet, name: str) -> str:
+def _deployable(found: tagset.TagSet, name: str) -> str:
     """When compose-manager accepts tag `name` (its commit's age), or "" when the tag
     does not exist yet."""
     tag = next((candidate for candidate in found.releases if candidate.name == name), None)
     if tag is None:
         return ""
-    gate = release.age_gate(None, os.environ)
+    gate = tagset.age_gate(None, os.environ)
     if gate.deployable(tag, datetime.now(UTC)):
         return f"deployable now under MIN_TAG_AGE_HOURS={gate.hours}"
     return (
@@ -130,7 +131,7 @@ def _deployable(found: release.TagSet, name: str) -> str:
 
 def _check_reviewed(
     repo: Path,
-    found: release.TagSet,
+    found: tagset.TagSet,
     changeset: ChangeSet,
     option: str,
     name: str | None,
@@ -198,18 +199,18 @@ def fleet_placements(repo: Path, head: Snapshot) -> dict[str, Placement]:
     return placements(listed, lambda name: git.show(repo, commit, name))
 
 
-def _tag_of(found: release.TagSet, commit: str | None) -> str | None:
+def _tag_of(found: tagset.TagSet, commit: str | None) -> str | None:
     """The release tag of `commit`, if it has one."""
     tag = found.at(commit) if commit else None
     return tag.name if tag else None
 
 
-def _ignored_at(found: release.TagSet, commit: str | None) -> str:
+def _ignored_at(found: tagset.TagSet, commit: str | None) -> str:
     ignored = found.ignored_at(commit) if commit else ()
     return "".join(f" ({tag.name} ignored: {tag.reason})" for tag in ignored)
 
 
-def _require_release_name(found: release.TagSet, option: str, name: str) -> None:
+def _require_release_name(found: tagset.TagSet, option: str, name: str) -> None:
     """A tag given by hand must be able to be a release: `v0.0.N`, and not a tag that
     exists here but is not a release (the head's tag may not exist yet)."""
     if release.tag_number(name) is None:

@@ -28,7 +28,7 @@ from rollout.diff.describe import describe
 from rollout.diff.forms import load_documents
 from rollout.diff.masking import mask_file
 from rollout.plan.variables import new_variables
-from rollout.release.record import Change, History
+from rollout.release.history import Change, History
 from tierops.errors import InputError
 
 MAX_CHANGES = 3  # changes named per service; the rest are counted

@@ -33,7 +33,8 @@ from rollout.diff.forms import load_documents
 from rollout.plan.checks import VARIANT_LABEL, Check, checks_for
 from rollout.plan.steps import Action, ComposeCall, Mode
 from rollout.release import changelog
-from rollout.release.record import AgeGate, IgnoredTag, ReleaseTag, TagSet, format_time
+from rollout.release.record import format_time
+from rollout.release.tagset import AgeGate, IgnoredTag, ReleaseTag, TagSet
 from rollout.roles import Role, SpellingError, key_values, roles_of
 from tierops.composebin import DUMMY_ENV, ComposeBinary, run_config
 from tierops.errors import InputError, RefusedError, UsageError

@@ -24,7 +24,7 @@ from rollout.diff.snapshot import DEFAULT_PATHS
 from rollout.plan import deployer
 from rollout.plan.deploy import Host, labels_of
 from rollout.plan.fleet import Placement
-from rollout.release import record as release
+from rollout.release import tagset
 from rollout.roles import Role, roles_of
 from tierops.errors import InputError
 
@@ -62,7 +62,7 @@ class Seen:
 
 
 def status(
-    repo: Path, hosts: Mapping[str, Host], placements: Mapping[str, Placement], tags: release.TagSet
+    repo: Path, hosts: Mapping[str, Host], placements: Mapping[str, Placement], tags: tagset.TagSet
 ) -> list[Seen]:
     """What every host runs, file by file; raises Unreachable for a host that does not answer."""
     seen: list[Seen] = []
@@ -80,7 +80,7 @@ def status(
 
 
 def _one(
-    repo: Path, host: str, project: str, file: str, version: Mapping[str, Any], ps: str, tags: release.TagSet
+    repo: Path, host: str, project: str, file: str, version: Mapping[str, Any], ps: str, tags: tagset.TagSet
 ) -> Seen:
     drift: list[Drift] = []
 
