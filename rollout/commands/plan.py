@@ -25,7 +25,8 @@ from rollout.diff.forms import load_documents
 from rollout.diff.masking import write_masked
 from rollout.diff.snapshot import Snapshot
 from rollout.plan.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
-from rollout.plan.planner import NEW_TAG, OLD_TAG, Plan, Tags, build_plan
+from rollout.plan.model import NEW_TAG, OLD_TAG, Plan, Tags
+from rollout.plan.planner import build_plan
 from rollout.plan.report import RENDERERS
 from rollout.release import record as release
 from rollout.release import tagset
