@@ -34,10 +34,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from rollout.diff.boundary import mask_file
 from rollout.diff.describe import describe
 from rollout.diff.document import diff_document
 from rollout.diff.forms import Document, _read, read
-from rollout.diff.masking import mask_file
 from rollout.diff.report import sections
 from tierops.yamlload import _shared
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from rollout import git
 from rollout.diff import colour
+from rollout.diff.boundary import mask_changeset, protect_source, write_masked
 from rollout.diff.changes import ChangeSet
 from rollout.diff.compare import compare
-from rollout.diff.masking import mask_changeset, protect_source, write_masked
 from rollout.diff.report import RENDERERS
 from rollout.diff.snapshot import (
     BASE_ENV,

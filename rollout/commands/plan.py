@@ -20,9 +20,9 @@ from typing import Any
 
 from rollout import git
 from rollout.commands.diff import add_selection_arguments, load_sides
+from rollout.diff.boundary import write_masked
 from rollout.diff.changes import ChangeSet, FileChange
 from rollout.diff.forms import load_documents
-from rollout.diff.masking import write_masked
 from rollout.diff.snapshot import Snapshot
 from rollout.plan.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
 from rollout.plan.model import NEW_TAG, OLD_TAG, Plan, Tags

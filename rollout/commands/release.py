@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout import git
-from rollout.diff.masking import protect_source
+from rollout.diff.boundary import protect_source
 from rollout.release import changelog, history, rollback, tags, tagset, verify
 from rollout.release import record as release
 from tierops.atomic import write_bytes_atomic

@@ -1,5 +1,9 @@
 """Secrets never reach a report: masked by value, at the output boundary.
 
+This module collects the secret values of every document read and masks them (the
+`Masker`); which values are secret by key or by shape, and the fingerprint, are
+rollout/diff/secret_values.py; the boundary and the model pass rollout/diff/boundary.py.
+
 **The rule.** A value is secret when it sits under a secret-like key anywhere in the
 base or the head document (tierops.secrets.secret_key: `HF_TOKEN`, `PGPASSWORD`,
 `apiToken`, `DB_PASS`, `TOKEN2`, `--api-key`, ...; case- and separator-insensitive).
@@ -42,224 +46,30 @@ diff and the plan steps of one CI job) fingerprint a value differently.
 from __future__ import annotations
 
 import bisect
-import contextlib
-import difflib
 import html
-import io
 import itertools
 import json
 import operator
-import os
 import re
 import shlex
-import sys
-from collections.abc import Iterable, Iterator, Mapping
-from contextvars import ContextVar
-from dataclasses import replace
-from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Iterator, Mapping
+from typing import Any
 
-from rollout.diff.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
-from tierops.errors import OutputError, UsageError
-from tierops.secrets import HEADER, HEADER_WORDS, entropy, only_references
+from rollout.diff.secret_values import (
+    WHOLE_WORD_BELOW,
+    fingerprint,
+    lines_apart,
+    mask_text,
+    meaningful,
+    merged,
+    names_a_secret,
+    secret_fragments,
+    secret_key,
+    shape_spans,
+)
 from tierops.secrets import SHAPES as _SHAPES
 from tierops.secrets import secret_key as shared_secret_key
-from tierops.yamlload import MAX_BYTES, LoadError, load_shared
-
-__all__ = [
-    "Masker",
-    "boundary",
-    "fingerprint",
-    "mask_changeset",
-    "mask_text",
-    "protect_source",
-    "secret_key",
-]
-
-SALT_ENV = "TIEROPS_MASK_SALT"
-# The fingerprints' salt: a secret the operator holds (a CI secret) makes them the same
-# from run to run; without it, a random one for this run (see docs/diff-and-plan.md).
-SALT = os.environ.get(SALT_ENV, "").encode("utf-8") or os.urandom(16)  # what secrets.token_bytes reads
-# Values shorter than this are masked only as whole words (`abc` not inside `abcdef`).
-_WHOLE_WORD_BELOW = 8
-
-
-# Two narrowings of the shared definition, for values only (tierops.secrets owns the
-# definition; these live here because they are about what a report may show):
-# a lower-case key that is just `key` names a field (`- key: host.name` in the
-# collector's attributes processor; an env `KEY` stays secret), and a location is not
-# a credential (`ssl_certificate_key /etc/nginx/tls/privkey.pem`, `proxy_pass
-# http://glm53_proxy` with its word `pass`).
-_BARE_KEY_WORDS = frozenset({"key"})
-_LOCATION = re.compile(
-    r"^(?:\.{0,2}(?:/[A-Za-z0-9._-]+)+/?|[a-z][a-z0-9+.-]*://[^\s/@:]+(?::\d+)?(?:[/?#][^\s@]*)?)$"
-)
-
-
-def secret_key(key: object) -> bool:
-    """The shared definition (tierops.secrets.secret_key), minus a lower-case bare `key`."""
-    if isinstance(key, str) and key.strip("-_ ") in _BARE_KEY_WORDS:
-        return False
-    return shared_secret_key(key)
-
-
-_NAME = re.compile(r"[A-Za-z_][\w.-]*")
-
-
-def _secret_name(name: str) -> bool:
-    return shared_secret_key(name)
-
-
-def _names_a_secret(line: str) -> bool:
-    """Whether any name in the line (a flag's, a `KEY=`'s) is secret-like: only then is
-    the line worth splitting into words (most lines of a compose file are not)."""
-    return any(_secret_name(name) for name in _NAME.findall(line))
-
-
-def fingerprint(value: str) -> str:
-    # Imported here: a run that masks nothing (most diffs) never loads OpenSSL.
-    import hashlib
-    import hmac
-
-    digest = hmac.new(SALT, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
-    return f"<secret sha256:{digest[:8]}>"
-
-
-# --------------------------------------------------------------------------- values
-
-_SCHEME = re.compile(r"^\s*(?:Bearer|Basic|Token)\s+", re.IGNORECASE)
-# Any reference; `${VAR:-default}` and friends are cut into the reference and its default.
-# A bare `$$NAME` is no reference: in a compose value `$$` is a literal `$` (a password
-# `Xk9$$mQ2` is one literal); `$${env:VAR}` (the collector's) still is. One level of
-# nesting is read: `${X:-${Y:-default}}`.
-_BRACED = r"\$\$?\{(?:[^{}]|\{[^{}]*\})*\}"
-_REFERENCE = re.compile(rf"{_BRACED}|(?<!\$)\$[A-Za-z_][A-Za-z0-9_]*")
-_DEFAULTED = re.compile(r"\$\$?\{(?:env:)?[A-Za-z_][A-Za-z0-9_]*:?[-+=](?P<default>(?:[^{}]|\{[^{}]*\})*)\}")
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_SWITCHES = frozenset({"true", "false", "yes", "no", "on", "off", "null", "none", "~"})
-
-
-def _meaningful(fragment: str) -> bool:
-    """A literal worth masking: has a letter or digit, and is not a count or a switch."""
-    text = fragment.strip()
-    if not re.search(r"[A-Za-z0-9]", text):
-        return False
-    return not (_NUMBER.fullmatch(text) or text.lower() in _SWITCHES)
-
-
-def secret_fragments(value: str) -> list[str]:
-    """The literal parts of a value found under a secret-like key: the whole value, or,
-    around references, the literal text and soft defaults (never the references)."""
-    text = value.strip()
-    if not text or only_references(text):
-        return []
-    text = _SCHEME.sub("", text)
-    if _LOCATION.match(text):
-        return []
-    if not _REFERENCE.search(text):
-        return [text] if _meaningful(text) else []
-    found: list[str] = []
-    for match in _DEFAULTED.finditer(text):
-        default = match.group("default")
-        # a default that holds a reference of its own: its literal parts, recursively
-        found += secret_fragments(default) if _REFERENCE.search(default) else [default]
-    found += _REFERENCE.split(text)
-    return [part.strip() for part in found if _meaningful(part) and not only_references(part.strip())]
-
-
-# --------------------------------------------------------------------------- shapes
-
-# Random-looking runs. tierops.secrets.high_entropy also flags service names and config
-# variants (`model-sg-glm53-w4afp8-tp4-r1`); in a report that would hide the very
-# names an operator reads, so the boundary asks for more: mixed case and two digits.
-# `/` ends a run: paths (`.../W4AFP8/snapshots/<commit>`) are not tokens.
-_RUN = re.compile(r"[A-Za-z0-9+=_]{24,}")
-_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{32,}(?![0-9A-Za-z])")
-_ENTROPY_BITS = 3.5
-
-
-def _random_run(run: str) -> bool:
-    if not (re.search(r"[A-Z]", run) and re.search(r"[a-z]", run) and len(re.findall(r"[0-9]", run)) >= 2):
-        return False
-    return entropy(run) >= _ENTROPY_BITS
-
-
-def _hex_token(run: str) -> bool:
-    # 40 hex: a commit id; 64: a sha256 digest (image pins, snapshot paths). Not secrets.
-    return len(run) not in (40, 64) and bool(re.search(r"[0-9]", run)) and bool(re.search(r"[a-fA-F]", run))
-
-
-def shape_spans(text: str) -> Iterator[tuple[int, int]]:
-    """Where credentials sit in free text by their look alone."""
-    for match in _SHAPES.finditer(text):
-        yield match.span()
-    for match in HEADER.finditer(text):
-        group = "a" if match.group("a") else "b"
-        value = match.group(group)
-        if value and not value.startswith(("$", "<secret")) and _meaningful(value):
-            yield match.span(group)
-    for match in _RUN.finditer(text):
-        if _random_run(match.group()):
-            yield match.span()
-    for match in _HEX.finditer(text):
-        if _hex_token(match.group()):
-            yield match.span()
-
-
-def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    result: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if result and start <= result[-1][1]:
-            result[-1] = (result[-1][0], max(end, result[-1][1]))
-        else:
-            result.append((start, end))
-    return result
-
-
-def mask_text(text: str) -> str:
-    """`text` with every credential-shaped part replaced by its fingerprint.
-
-    Line by line, each distinct line once, where no shape can span a line break (see
-    `lines_apart`): the same text as masking it whole, in a fraction of the time on a
-    report that repeats its lines.
-    """
-    if "\n" in text and lines_apart(text):
-        masked: dict[str, str] = {}
-        out = []
-        for line in text.split("\n"):
-            shown = masked.get(line)
-            if shown is None:
-                shown = masked[line] = _mask_shapes(line)
-            out.append(shown)
-        return "\n".join(out)
-    return _mask_shapes(text)
-
-
-def lines_apart(text: str) -> bool:
-    """Whether no credential shape in `text` can span a line break: only `HEADER`'s
-    spaces can, and only after one of its words (looked for lower-cased in ASCII text)."""
-    if not text.isascii():
-        return False
-    lowered = text.lower()
-    return not any(word in lowered for word in HEADER_WORDS)
-
-
-def _mask_shapes(text: str) -> str:
-    if not text:
-        return text
-    spans = _merged(shape_spans(text))
-    if not spans:
-        return text
-    out: list[str] = []
-    last = 0
-    for start, end in spans:
-        out += [text[last:start], fingerprint(text[start:end])]
-        last = end
-    out.append(text[last:])
-    return "".join(out)
-
-
-# --------------------------------------------------------------------------- collecting
+from tierops.yamlload import LoadError, load_shared
 
 # `key: value`, `key = value`, `KEY=value`, `"key": "value"` in a line of inline text;
 # never the name inside a reference (`${TOKEN:?message}` is no `TOKEN: ?message`).
@@ -399,7 +209,7 @@ class Masker:
         lines = [line.strip() for line in literal.splitlines()]
         if len(lines) > 1:  # a PEM block or a multi-line password: each line on its own too
             for line in lines:
-                if _meaningful(line):
+                if meaningful(line):
                     self._add_literal(line)
 
     def add_source(self, data: bytes | str) -> None:
@@ -533,7 +343,7 @@ class Masker:
 
     def _add_line(self, line: str) -> None:
         self._add_assignments(line)
-        if ("-" in line or "=" in line) and _names_a_secret(line):
+        if ("-" in line or "=" in line) and names_a_secret(line):
             try:
                 words = shlex.split(line) if "'" in line or '"' in line else line.split()
             except ValueError:
@@ -613,7 +423,7 @@ class Masker:
             ]
             out: list[str] = []
             last = 0
-            for start, end in _merged(spans):
+            for start, end in merged(spans):
                 piece = text[start:end]
                 out += [text[last:start], self._shown.get(piece) or fingerprint(piece)]
                 last = end
@@ -626,7 +436,7 @@ class Masker:
             parts = []
             for spelling in sorted(self._shown, key=len, reverse=True):
                 escaped = re.escape(spelling)
-                if len(spelling) < _WHOLE_WORD_BELOW:
+                if len(spelling) < WHOLE_WORD_BELOW:
                     escaped = f"(?<![A-Za-z0-9]){escaped}(?![A-Za-z0-9])"
                 parts.append(escaped)
             self._pattern = re.compile("(?=(" + "|".join(parts) + "))")
@@ -662,164 +472,3 @@ _OUTER_ESCAPES = (
     html.escape,
     lambda text: html.escape(text, quote=False),
 )
-
-
-# --------------------------------------------------------------------------- boundary
-
-_ACTIVE: ContextVar[Masker | None] = ContextVar("rollout_masker", default=None)
-
-
-def protect_source(data: bytes | str | None) -> None:
-    """Hand the boundary of this run a document's bytes, before anything is printed."""
-    masker = _ACTIVE.get()
-    # A file over the loader's size budget is refused whole (one error line, none of
-    # its text printed): there is nothing of it to mask, and reading it would be slow.
-    if masker is not None and data is not None and len(data) <= MAX_BYTES:
-        masker.add_source(data)
-
-
-class MaskingStream(io.TextIOBase):
-    """A text stream that masks each complete line before it reaches `target`.
-
-    Whole lines, because `print(x)` is two writes and a secret must not escape by being
-    cut in two; the rest is written when the boundary closes."""
-
-    def __init__(self, masker: Masker, target: TextIO) -> None:
-        super().__init__()
-        self._masker = masker
-        self._target = target
-        self._pending = ""
-
-    def writable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        # What the output is (a terminal, a pipe) is the target's: colour depends on it.
-        return self._target.isatty()
-
-    def write(self, text: str) -> int:
-        self._pending += text
-        cut = self._pending.rfind("\n")
-        if cut >= 0:
-            complete, self._pending = self._pending[: cut + 1], self._pending[cut + 1 :]
-            self._target.write(self._masker.mask(complete))
-        return len(text)
-
-    def flush(self) -> None:
-        self._target.flush()
-
-    def close_boundary(self) -> None:
-        if self._pending:
-            self._target.write(self._masker.mask(self._pending))
-            self._pending = ""
-        self._target.flush()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self._target, "encoding", "utf-8") or "utf-8"
-
-
-def write_masked(path: Path, text: str) -> None:
-    """Write a report to a file through this run's boundary (atomically): a file the
-    command writes is output too, and never holds what the boundary masks on stdout."""
-    masker = _ACTIVE.get()
-    if masker is None:
-        raise RuntimeError("write_masked outside the masking boundary")
-    if path.is_dir():
-        raise UsageError("is a directory", where=str(path), hint="give the report a file name")
-    from tierops.atomic import write_bytes_atomic  # here: its tempfile is only for a run that writes
-
-    try:
-        write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise OutputError(f"cannot write the Markdown report: {reason}", where=str(path)) from None
-
-
-@contextlib.contextmanager
-def boundary() -> Iterator[Masker]:
-    """Mask everything this run prints to stdout and stderr."""
-    masker = Masker()
-    token = _ACTIVE.set(masker)
-    out, err = sys.stdout, sys.stderr
-    streams = (MaskingStream(masker, out), MaskingStream(masker, err))
-    sys.stdout, sys.stderr = streams
-    try:
-        yield masker
-    finally:
-        sys.stdout, sys.stderr = out, err
-        for stream in streams:
-            stream.close_boundary()
-        _ACTIVE.reset(token)
-
-
-# --------------------------------------------------------------------------- model pass
-
-
-def mask_value(value: Any, key: Key | None = None) -> Any:  # noqa: PLR0911 (one return per kind of value)
-    """A value with secrets masked; `key` is the name it is stored under (if any)."""
-    if isinstance(value, dict):
-        if set(value) <= {"flag", "value"} and "flag" in value:  # an argv item: the flag is its key
-            return {"flag": value["flag"], "value": mask_value(value.get("value"), value["flag"])}
-        return {name: mask_value(item, name) for name, item in value.items()}
-    if isinstance(value, list):
-        return [mask_value(item, key) for item in value]
-    if value is None or isinstance(value, (bool, int, float)):
-        return value  # YAML numbers and booleans: counts and switches, not secrets
-    if isinstance(value, str) and secret_key(key):
-        fragments = secret_fragments(value)
-        if fragments == [value]:
-            return fingerprint(value)
-        for fragment in sorted(fragments, key=len, reverse=True):
-            value = value.replace(fragment, fingerprint(fragment))
-        return value
-    # Shapes are the boundary's: it masks known values first, so a secret that
-    # contains a token shape is never cut in two (and half of it shown) here.
-    return value
-
-
-def _key_of(path: tuple[Key, ...]) -> Key | None:
-    for key in reversed(path):
-        if isinstance(key, str) and key not in ("args",):
-            return key
-    return None
-
-
-def mask_change(change: Change) -> Change:
-    key = _key_of(change.path)
-    old = change.old if change.old is ABSENT else mask_value(change.old, key)
-    new = change.new if change.new is ABSENT else mask_value(change.new, key)
-    if old != change.old or new != change.new:
-        # A masked value is not quoted as written either (its text is the secret).
-        change = replace(change, written=(None, None))
-    if change.unified and (old != change.old or new != change.new):
-        # The text diff of a masked inline text, spelled like rollout.diff.unified (kept
-        # here so masking depends on no diff internals).
-        lines = difflib.unified_diff(str(old).splitlines(), str(new).splitlines(), lineterm="", n=3)
-        hunks = tuple(line for number, line in enumerate(lines) if number >= 2)
-        return replace(change, old=old, new=new, unified=hunks)
-    return replace(change, old=old, new=new)
-
-
-def mask_file(file: FileChange) -> FileChange:
-    services = tuple(
-        ServiceChange(
-            service.name, service.status, service.role, tuple(mask_change(c) for c in service.changes)
-        )
-        for service in file.services
-    )
-    others = tuple(mask_change(change) for change in file.others)
-    error = mask_text(file.error) if file.error else file.error
-    return replace(file, services=services, others=others, error=error)
-
-
-def mask_changeset(changeset: ChangeSet) -> ChangeSet:
-    """A first pass in the model (keys in place); the boundary masks the rest by value."""
-    if changeset.masked:
-        return changeset
-    return replace(changeset, files=tuple(mask_file(file) for file in changeset.files), masked=True)
-
-
-def mask_form(form: Any) -> Any:
-    """A compared form with the same masking (for the completeness check of masked JSON)."""
-    return mask_value(form) if isinstance(form, Mapping) else form

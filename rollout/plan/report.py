@@ -15,7 +15,7 @@ import html
 import json
 from collections.abc import Callable
 
-from rollout.diff.masking import mask_text
+from rollout.diff.secret_values import mask_text
 from rollout.markdown import PLAN_BUDGET, code, escape, fence, fit
 from rollout.plan.model import NO_DOWN_PREVIEW, FilePlan, Plan, Stage, Step
 from rollout.plan.steps import ComposeCall

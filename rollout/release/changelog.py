@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rollout import git
+from rollout.diff.boundary import mask_file
 from rollout.diff.changes import Aspect, FileChange, Op, Side, Status
 from rollout.diff.compare import compare_file
 from rollout.diff.describe import describe
 from rollout.diff.forms import load_documents
-from rollout.diff.masking import mask_file
 from rollout.plan.variables import new_variables
 from rollout.release.history import Change, History
 from tierops.errors import InputError

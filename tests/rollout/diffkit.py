@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from rollout.cli import main
+from rollout.diff.boundary import mask_changeset
 from rollout.diff.changes import ChangeSet, FileChange, Side
 from rollout.diff.compare import compare, compare_file
-from rollout.diff.masking import mask_changeset
 from rollout.diff.report import render_text
 from rollout.diff.snapshot import BASE_ENV, Snapshot
 from tests.conftest import FLEET

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollout.diff.masking import boundary, fingerprint, mask_text, secret_key
+from rollout.diff.boundary import boundary
+from rollout.diff.secret_values import fingerprint, mask_text, secret_key
 from tests.rollout.diffkit import commit, new_repo, run_cli
 
 # Assembled at run time so the repository's own token-shapes hook never sees a literal.
@@ -543,7 +544,7 @@ def test_masking_line_by_line_gives_what_masking_the_whole_text_gives(text: str)
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_shapes_masked_line_by_line_are_the_shapes_of_the_whole_text(text: str) -> None:
-    from rollout.diff.masking import _mask_shapes
+    from rollout.diff.secret_values import _mask_shapes
 
     twice = text * 2
     assert mask_text(twice) == _mask_shapes(twice)

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from rollout.cli import main
-from rollout.diff.masking import secret_fragments, secret_key
+from rollout.diff.secret_values import secret_fragments, secret_key
 from rollout.release import record as release
 from tests.rollout.diffkit import commit, git, new_repo
 from tierops.secrets import key_words
