@@ -4,7 +4,7 @@ Compares every compose file under PATHS (default: prod/) between a base ref and 
 working tree (or --head), per file and per service: image, argv flags, env, labels,
 GPUs, ports, volumes, depends_on, healthcheck, every other key, and inline configs
 (the collector config as YAML, scrape jobs by name). Identical changes on several
-services are one line; secret values are masked in every format (rollout/masking.py).
+services are one line; secret values are masked in every format (rollout/diff/masking.py).
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def resolve_tags(
     sides: tuple[Snapshot, Snapshot] | None = None,
 ) -> Tags:
     """The tags the payloads name: --tag/--base-tag, else the release tag of the head/base
-    commit, else a placeholder. Release tags are rollout/release.py's one definition:
+    commit, else a placeholder. Release tags are rollout/release/record.py's one definition:
     a `v0.0.9-rc` or a lightweight tag on either commit never reaches a payload. A tag
     given by hand must carry the files that were reviewed (`sides`: base and head), and
     the new one must be newer than the deployed one."""
@@ -238,7 +238,7 @@ def base_documents(base: Snapshot, changeset: ChangeSet) -> Documents:
 
 
 def _documents(snapshot: Snapshot, paths: list[str]) -> Documents:
-    """From the bytes the diff read (the same reading: `rollout.forms.read` keeps it)."""
+    """From the bytes the diff read (the same reading: `rollout.diff.forms.read` keeps it)."""
     documents: Documents = {}
     for path in dict.fromkeys(paths):
         data = snapshot.files.get(path)

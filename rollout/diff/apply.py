@@ -2,7 +2,7 @@
 
 `apply_changes(base_form, changes) == head_form` is the completeness contract of
 `rollout diff` (tested as a property with hypothesis and on this repository's own
-history). The semantics are those documented in `rollout/changes.py`:
+history). The semantics are those documented in `rollout/diff/changes.py`:
 
 1. mapping edits and in-place list edits, in model order (base coordinates);
 2. per list, deepest list first: remove the removed and moved items (base indices,

@@ -146,7 +146,7 @@ def mask_change(change: Change) -> Change:
         # A masked value is not quoted as written either (its text is the secret).
         change = replace(change, written=(None, None))
     if change.unified and (old != change.old or new != change.new):
-        # The text diff of a masked inline text, spelled like rollout.diff.unified (kept
+        # The text diff of a masked inline text, spelled like rollout.diff.document.unified (kept
         # here so masking depends on no diff internals).
         lines = difflib.unified_diff(str(old).splitlines(), str(new).splitlines(), lineterm="", n=3)
         hunks = tuple(line for number, line in enumerate(lines) if number >= 2)

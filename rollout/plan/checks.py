@@ -36,7 +36,7 @@ from tierops.errors import TieropsError
 from tierops.secrets import secret_key
 
 VARIANT_LABEL = "tierops.otel.config_variant"
-# How rollout/masking.py shows a masked value (`<secret sha256:1a2b3c4d>`).
+# How rollout/diff/masking.py shows a masked value (`<secret sha256:1a2b3c4d>`).
 _MASKED = re.compile(r"<secret\b")
 
 

@@ -1,12 +1,12 @@
 """`release history` as a changelog: per tag its commit (subject, author) and what changed.
 
-The tags listed, and their order, come from the tags' records alone (rollout/release.py
-`history`): a definition digest that differs from the previous listed tag's. What this
-module adds is the reading a person wants next to each: the commit's first line and
+The tags listed, and their order, come from the tags' records alone
+(rollout/release/history.py): a definition digest that differs from the previous
+listed tag's. What this module adds is the reading a person wants next to each: the commit's first line and
 author (one `git log`), and per service one line of what changed since the previous
-tag listed, in the semantic diff's own words (rollout/diff.py through
-rollout/compare.py, the lines `rollout diff` prints, folded to one line per service
-and capped at MAX_CHANGES, then "and N more").
+tag listed, in the semantic diff's own words (rollout/diff/document.py through
+rollout/diff/compare.py, the lines `rollout diff` prints, folded to one line per
+service and capped at MAX_CHANGES, then "and N more").
 
 The diff reads the file at both tags with today's parser. When it cannot (a file an
 older version wrote that no longer parses), the entry says so and the tag stays
@@ -135,7 +135,7 @@ def summary(repo: Path, file: str, older: str, newer: str, services: Sequence[st
 
 def _variable_lines(file: str, before: bytes | None, after: bytes | None, wanted: set[str]) -> list[str]:
     """The host variables the newer definition reads and the older did not: every host
-    needs them before this tag's `up` (rollout/variables.py)."""
+    needs them before this tag's `up` (rollout/plan/variables.py)."""
     try:
         old = load_documents(before, where=file)[0] if before is not None else {}
         new = load_documents(after, where=file)[0] if after is not None else {}

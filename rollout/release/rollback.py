@@ -3,7 +3,7 @@
 "Previous" means the newest release tag, older than the deployed one, at which the file
 defines those services differently: not merely the previous tag, which may carry the
 very same definition (a change to another file or another replica). The definitions
-come from the tags' records (rollout/release.py); the file at the chosen tag is then
+come from the tags' records (rollout/release/record.py); the file at the chosen tag is then
 rendered with the real `docker compose config` and the dummy environment, so a
 rollback is never printed for a file compose would reject.
 
