@@ -34,11 +34,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rollout.describe import describe
-from rollout.diff import diff_document
-from rollout.forms import Document, _read, read
-from rollout.masking import mask_file
-from rollout.report_diff import sections
+from rollout.diff.boundary import mask_file
+from rollout.diff.describe import describe
+from rollout.diff.document import diff_document
+from rollout.diff.forms import Document, _read, read
+from rollout.diff.report import sections
 from tierops.yamlload import _shared
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from rollout.masking import boundary
+from rollout.diff.boundary import boundary
 from tierops.cli import guarded, parse, prog
 from tierops.exitcodes import epilog
 

@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from rollout import deployer
+from rollout.plan import deployer
 
 TOKEN_ENV = "COMPOSE_MANAGER_TOKEN"
 _VERBS = {"Recreate": 3, "Recreated": 3, "Creating": 2, "Created": 2, "Removing": 1, "Removed": 1}

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from rollout.deploy import TOKEN_ENV, Applier, Journal, load_endpoints, load_plan, plan_digest
+from rollout.plan.deploy import TOKEN_ENV, Applier, Journal, load_endpoints, load_plan, plan_digest
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 

@@ -4,7 +4,7 @@ Compares every compose file under PATHS (default: prod/) between a base ref and 
 working tree (or --head), per file and per service: image, argv flags, env, labels,
 GPUs, ports, volumes, depends_on, healthcheck, every other key, and inline configs
 (the collector config as YAML, scrape jobs by name). Identical changes on several
-services are one line; secret values are masked in every format (rollout/masking.py).
+services are one line; secret values are masked in every format (rollout/diff/masking.py).
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ import os
 import sys
 from pathlib import Path
 
-from rollout import colour, git
-from rollout.changes import ChangeSet
-from rollout.compare import compare
-from rollout.masking import mask_changeset, protect_source, write_masked
-from rollout.report_diff import RENDERERS
-from rollout.snapshot import (
+from rollout import git
+from rollout.diff import colour
+from rollout.diff.boundary import mask_changeset, protect_source, write_masked
+from rollout.diff.changes import ChangeSet
+from rollout.diff.compare import compare
+from rollout.diff.report import RENDERERS
+from rollout.diff.snapshot import (
     BASE_ENV,
     PRE_COMMIT_ENV,
     Snapshot,

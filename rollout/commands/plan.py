@@ -18,15 +18,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rollout import git, release
-from rollout.changes import ChangeSet, FileChange
+from rollout import git
 from rollout.commands.diff import add_selection_arguments, load_sides
-from rollout.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
-from rollout.forms import load_documents
-from rollout.masking import write_masked
-from rollout.plan import NEW_TAG, OLD_TAG, Plan, Tags, build_plan
-from rollout.report_plan import RENDERERS
-from rollout.snapshot import Snapshot
+from rollout.diff.boundary import write_masked
+from rollout.diff.changes import ChangeSet, FileChange
+from rollout.diff.forms import load_documents
+from rollout.diff.snapshot import Snapshot
+from rollout.plan.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
+from rollout.plan.model import NEW_TAG, OLD_TAG, Plan, Tags
+from rollout.plan.planner import build_plan
+from rollout.plan.report import RENDERERS
+from rollout.release import record as release
+from rollout.release import tagset
 from tierops.errors import InputError, RefusedError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 
@@ -75,11 +78,11 @@ def resolve_tags(
     sides: tuple[Snapshot, Snapshot] | None = None,
 ) -> Tags:
     """The tags the payloads name: --tag/--base-tag, else the release tag of the head/base
-    commit, else a placeholder. Release tags are rollout/release.py's one definition:
+    commit, else a placeholder. Release tags are rollout/release/record.py's one definition:
     a `v0.0.9-rc` or a lightweight tag on either commit never reaches a payload. A tag
     given by hand must carry the files that were reviewed (`sides`: base and head), and
     the new one must be newer than the deployed one."""
-    found = release.read_tags(repo)
+    found = tagset.read_tags(repo)
     for option, value in (("--tag", tag), ("--base-tag", base_tag)):
         if value is not None:
             _require_release_name(found, option, value)
@@ -113,13 +116,13 @@ def resolve_tags(
     return Tags(new, old, tuple(notes), _deployable(found, new))
 
 
-def _deployable(found: release.TagSet, name: str) -> str:
+def _deployable(found: tagset.TagSet, name: str) -> str:
     """When compose-manager accepts tag `name` (its commit's age), or "" when the tag
     does not exist yet."""
     tag = next((candidate for candidate in found.releases if candidate.name == name), None)
     if tag is None:
         return ""
-    gate = release.age_gate(None, os.environ)
+    gate = tagset.age_gate(None, os.environ)
     if gate.deployable(tag, datetime.now(UTC)):
         return f"deployable now under MIN_TAG_AGE_HOURS={gate.hours}"
     return (
@@ -129,7 +132,7 @@ def _deployable(found: release.TagSet, name: str) -> str:
 
 def _check_reviewed(
     repo: Path,
-    found: release.TagSet,
+    found: tagset.TagSet,
     changeset: ChangeSet,
     option: str,
     name: str | None,
@@ -197,18 +200,18 @@ def fleet_placements(repo: Path, head: Snapshot) -> dict[str, Placement]:
     return placements(listed, lambda name: git.show(repo, commit, name))
 
 
-def _tag_of(found: release.TagSet, commit: str | None) -> str | None:
+def _tag_of(found: tagset.TagSet, commit: str | None) -> str | None:
     """The release tag of `commit`, if it has one."""
     tag = found.at(commit) if commit else None
     return tag.name if tag else None
 
 
-def _ignored_at(found: release.TagSet, commit: str | None) -> str:
+def _ignored_at(found: tagset.TagSet, commit: str | None) -> str:
     ignored = found.ignored_at(commit) if commit else ()
     return "".join(f" ({tag.name} ignored: {tag.reason})" for tag in ignored)
 
 
-def _require_release_name(found: release.TagSet, option: str, name: str) -> None:
+def _require_release_name(found: tagset.TagSet, option: str, name: str) -> None:
     """A tag given by hand must be able to be a release: `v0.0.N`, and not a tag that
     exists here but is not a release (the head's tag may not exist yet)."""
     if release.tag_number(name) is None:
@@ -235,7 +238,7 @@ def base_documents(base: Snapshot, changeset: ChangeSet) -> Documents:
 
 
 def _documents(snapshot: Snapshot, paths: list[str]) -> Documents:
-    """From the bytes the diff read (the same reading: `rollout.forms.read` keeps it)."""
+    """From the bytes the diff read (the same reading: `rollout.diff.forms.read` keeps it)."""
     documents: Documents = {}
     for path in dict.fromkeys(paths):
         data = snapshot.files.get(path)

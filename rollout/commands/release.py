@@ -5,9 +5,9 @@
     history   the tags at which a prod file's (or some services') definition changed
     rollback  the ordered, dry-run-first steps back to the previous definition
 
-The library code is rollout/tags.py (write side), rollout/release.py (records, age
-gate, history) and rollout/rollback.py; this module only parses, prints and picks
-the exit code. docs/releasing.md describes the scheme.
+The library code is in rollout/release/: tags.py (write side), record.py (the
+records), tagset.py (reading tags, the age gate), history.py and rollback.py; this
+module only parses, prints and picks the exit code. docs/releasing.md describes the scheme.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rollout import changelog, git, release, rollback, tags
-from rollout.masking import protect_source
+from rollout import git
+from rollout.diff.boundary import protect_source
+from rollout.release import changelog, history, rollback, tags, tagset, verify
+from rollout.release import record as release
 from tierops.atomic import write_bytes_atomic
 from tierops.errors import InputError
 from tierops.exitcodes import ExitCode, epilog
@@ -56,7 +58,7 @@ holds is skipped.
 
 Before each tag the check runs at that commit in a temporary worktree, in a process
 group of its own (SIGTERM or SIGINT ends that group and removes the worktree): the
-command is --verify-command, else ${tags.VERIFY_ENV}, else `{release.DEFAULT_VERIFY}` (CI's
+command is --verify-command, else ${verify.VERIFY_ENV}, else `{release.DEFAULT_VERIFY}` (CI's
 main job, from that commit's own noxfile). Only `{release.DEFAULT_VERIFY}` is recorded as
 `verify: passed`; any other command is an override, recorded as
 `verify: {release.VERIFY_OVERRIDE}` with the command. A failing commit is not tagged
@@ -144,11 +146,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--verify-command",
         metavar="CMD",
         help=f"the check to run in the worktree, split with shell rules, run without a shell "
-        f"(default ${tags.VERIFY_ENV}, else `{release.DEFAULT_VERIFY}`); anything but "
+        f"(default ${verify.VERIFY_ENV}, else `{release.DEFAULT_VERIFY}`); anything but "
         f"`{release.DEFAULT_VERIFY}` is recorded as {release.VERIFY_OVERRIDE}",
     )
 
-    history = sub.add_parser(
+    history_parser = sub.add_parser(
         "history",
         parents=[common, gate],
         help="the tags at which a definition changed",
@@ -156,9 +158,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         epilog=epilog("not used by this command"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    history.add_argument("file", help="a prod file, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml")
-    history.add_argument("services", nargs="*", metavar="service", help="only these services (default: all)")
-    history.add_argument(
+    history_parser.add_argument("file", help="a prod file, e.g. prod/GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml")
+    history_parser.add_argument(
+        "services", nargs="*", metavar="service", help="only these services (default: all)"
+    )
+    history_parser.add_argument(
         "--format", choices=("text", "json"), default="text", help="output format (default text)"
     )
 
@@ -210,7 +214,7 @@ def _keep_record(directory: Path | None, tag: str, record: bytes | None) -> str:
 
 def _tag(repo: Path, args: argparse.Namespace) -> int:
     remote: str | None = args.remote or ("origin" if args.push else None)
-    command = None if args.no_verify else tags.verify_command(args.verify_command, os.environ)
+    command = None if args.no_verify else verify.verify_command(args.verify_command, os.environ)
     plan = tags.plan(repo, args.commit, branch=args.branch, remote=remote, push=args.push)
     for ignored in plan.ignored:
         print(f"note: {ignored.name} on {(ignored.commit or '')[:12]} ignored: {ignored.reason}")
@@ -245,7 +249,7 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
                 flush=True,
             )
             started = time.monotonic()
-            outcome = tags.verify(repo, commit, command.tokens)
+            outcome = verify.verify(repo, commit, command.tokens)
             print(
                 f"  {commit[:12]}: {'passed' if outcome.ok else 'failed'} in {time.monotonic() - started:.0f} s",
                 file=sys.stderr,
@@ -301,7 +305,7 @@ def _message(name: str, *, record: release.Record) -> str:
 # --------------------------------------------------------------------------- masking
 
 
-def protect_file_at_tags(repo: Path, file: str, found: release.TagSet) -> None:
+def protect_file_at_tags(repo: Path, file: str, found: tagset.TagSet) -> None:
     """Hand the masking boundary `file` as every tag (and the working tree) has it.
 
     history and rollback print digests, not values; but compose's error line about the
@@ -341,12 +345,12 @@ def _read(path: Path) -> bytes | None:
 
 
 def _history(repo: Path, args: argparse.Namespace) -> int:
-    gate = release.age_gate(args.min_tag_age_hours, os.environ)
-    release.refuse_shallow(repo)
-    file = release.repo_path(repo, args.file)
-    all_tags = release.read_tags(repo)
+    gate = tagset.age_gate(args.min_tag_age_hours, os.environ)
+    tagset.refuse_shallow(repo)
+    file = history.repo_path(repo, args.file)
+    all_tags = tagset.read_tags(repo)
     protect_file_at_tags(repo, file, all_tags)
-    found = release.history(all_tags, file, args.services)
+    found = history.history(all_tags, file, args.services)
     now = release.utcnow()
     entries = changelog.changelog(repo, found)
     if args.format == "json":
@@ -366,17 +370,17 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _deployable(tag: release.ReleaseTag, gate: release.AgeGate, now: datetime) -> str:
+def _deployable(tag: tagset.ReleaseTag, gate: tagset.AgeGate, now: datetime) -> str:
     since = release.format_time(gate.deployable_from(tag))
     return f"yes (since {since})" if gate.deployable(tag, now) else f"no, from {since}"
 
 
-def _how_tagged(tag: release.ReleaseTag) -> list[str]:
+def _how_tagged(tag: tagset.ReleaseTag) -> list[str]:
     """What the tag's verify covered, when that is less than the tests and the check."""
     return [note for note in (tag.record.unverified, tag.record.tests_unverified) if note]
 
 
-def _history_entry(entry: changelog.Entry, gate: release.AgeGate, now: datetime) -> list[str]:
+def _history_entry(entry: changelog.Entry, gate: tagset.AgeGate, now: datetime) -> list[str]:
     """One tag as a changelog entry: the tag, its commit and subject; when it is
     deployable and what it records; then one line per service of what changed."""
     tag, change = entry.change.tag, entry.change
@@ -401,7 +405,7 @@ def _history_entry(entry: changelog.Entry, gate: release.AgeGate, now: datetime)
 
 
 def _history_json(
-    found: release.History, entries: list[changelog.Entry], gate: release.AgeGate, now: datetime
+    found: history.History, entries: list[changelog.Entry], gate: tagset.AgeGate, now: datetime
 ) -> dict[str, Any]:
     return {
         "file": found.file,
@@ -441,10 +445,10 @@ def _history_json(
 def _rollback(repo: Path, args: argparse.Namespace) -> int:
     from tierops.composebin import find_compose
 
-    gate = release.age_gate(args.min_tag_age_hours, os.environ)
-    file = release.repo_path(repo, args.file)
-    release.refuse_shallow(repo)
-    all_tags = release.read_tags(repo)
+    gate = tagset.age_gate(args.min_tag_age_hours, os.environ)
+    file = history.repo_path(repo, args.file)
+    tagset.refuse_shallow(repo)
+    all_tags = tagset.read_tags(repo)
     all_tags.require()  # "no tags" before "no compose binary"
     protect_file_at_tags(repo, file, all_tags)
     plan = rollback.plan_rollback(
@@ -465,7 +469,7 @@ def _rollback(repo: Path, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_from: bool) -> list[str]:
+def _rollback_text(plan: rollback.Rollback, gate: tagset.AgeGate, *, explicit_from: bool) -> list[str]:
     deployed, target = plan.deployed, plan.target
     source = (
         "--from"
@@ -522,8 +526,8 @@ def _rollback_text(plan: rollback.Rollback, gate: release.AgeGate, *, explicit_f
     return lines
 
 
-def _rollback_json(plan: rollback.Rollback, gate: release.AgeGate) -> dict[str, Any]:
-    def tag_json(tag: release.ReleaseTag) -> dict[str, Any]:
+def _rollback_json(plan: rollback.Rollback, gate: tagset.AgeGate) -> dict[str, Any]:
+    def tag_json(tag: tagset.ReleaseTag) -> dict[str, Any]:
         return {
             "tag": tag.name,
             "commit": tag.commit,

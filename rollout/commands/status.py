@@ -7,11 +7,12 @@ import json
 import os
 from pathlib import Path
 
-from rollout import git, release
+from rollout import git
 from rollout.commands.plan import fleet_placements
-from rollout.deploy import TOKEN_ENV, load_endpoints
-from rollout.snapshot import read_snapshot, resolve_head
-from rollout.status import render_json, render_text, status
+from rollout.diff.snapshot import read_snapshot, resolve_head
+from rollout.plan.deploy import TOKEN_ENV, load_endpoints
+from rollout.release import tagset
+from rollout.release.status import render_json, render_text, status
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     repo = git.toplevel(Path.cwd())
     hosts = load_endpoints(args.endpoints, token)
     placements = fleet_placements(repo, read_snapshot(repo, resolve_head(repo, None), ()))
-    seen = status(repo, hosts, placements, release.read_tags(repo))
+    seen = status(repo, hosts, placements, tagset.read_tags(repo))
     if args.format == "json":
         print(json.dumps(render_json(seen), indent=2))
     else:

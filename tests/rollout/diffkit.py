@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from rollout.changes import ChangeSet, FileChange, Side
 from rollout.cli import main
-from rollout.compare import compare, compare_file
-from rollout.masking import mask_changeset
-from rollout.report_diff import render_text
-from rollout.snapshot import BASE_ENV, Snapshot
+from rollout.diff.boundary import mask_changeset
+from rollout.diff.changes import ChangeSet, FileChange, Side
+from rollout.diff.compare import compare, compare_file
+from rollout.diff.report import render_text
+from rollout.diff.snapshot import BASE_ENV, Snapshot
 from tests.conftest import FLEET
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rollout import release
+from rollout.release import record as release
 from tests.rollout.diffkit import fixture, git, new_repo, run_cli, write
 
 HAND = "prod/hand.yaml"

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from rollout import release
 from rollout.cli import main
+from rollout.release import record as release
 from tests.rollout.release_world import (
     LONG,
     R2,

@@ -163,7 +163,7 @@ def tag_by_hand(repo: Path, name: str, commit: str, *, record_of: str | None = N
     """An annotated tag `name` on `commit` whose message is the tool's record of
     `record_of` (default: `commit`): a release tag when the commit is on main's
     first-parent history and the names fit, and a well-made impostor otherwise."""
-    from rollout import release
+    from rollout.release import record as release
 
     record = release.record_for_commit(repo, record_of or commit, release.VERIFY_SKIPPED)
     message = repo / ".git" / f"tag-message-{name}"

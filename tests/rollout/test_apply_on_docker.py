@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from rollout import deployer
 from rollout.cli import main
-from rollout.deploy import Applier, Host, Journal, load_plan, plan_digest, preview_mismatch
 from rollout.local_manager import Manager, parse_plan, serve
+from rollout.plan import deployer
+from rollout.plan.deploy import Applier, Host, Journal, load_plan, plan_digest, preview_mismatch
 from tests.dockerkit import IMAGE, Docker, daemon
 from tests.rollout.diffkit import commit, git, new_repo, run_cli
 from tests.rollout.plankit import tagged_plan

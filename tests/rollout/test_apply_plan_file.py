@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rollout.cli import main
-from rollout.deploy import Journal, plan_digest
+from rollout.plan.deploy import Journal, plan_digest
 from tierops.errors import UsageError
 
 PLAN: dict[str, Any] = {

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from rollout import deployer
-from rollout.steps import Action, ComposeCall, Mode
+from rollout.plan import deployer
+from rollout.plan.steps import Action, ComposeCall, Mode
 from tests.rollout.diffkit import ROOT
 from tests.rollout.plankit import HAND, hand, plan_of
 

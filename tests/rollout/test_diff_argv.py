@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from rollout.changes import Op
-from rollout.report_diff import render_text
+from rollout.diff.changes import Op
+from rollout.diff.report import render_text
 from tests.rollout.diffkit import changeset, file_change, text_lines
 
 

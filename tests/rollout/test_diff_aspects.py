@@ -6,7 +6,7 @@ import io
 from collections.abc import Callable
 from typing import Any
 
-from rollout.changes import Aspect, Op
+from rollout.diff.changes import Aspect, Op
 from tests.rollout.diffkit import R1, R2, file_change, fixture, prod_text, text_lines
 from tierops.yamlio import roundtrip
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from rollout.changes import Aspect, Op, Status
-from rollout.diff import diff_document
-from rollout.forms import read
+from rollout.diff.changes import Aspect, Op, Status
+from rollout.diff.document import diff_document
+from rollout.diff.forms import read
 from tests.rollout.diffkit import R1, file_change, fixture, new_repo, prod_text, run_cli, text_lines, write
 from tests.tierops.spellings import FAMILIES, family_file
 from tierops.errors import InputError

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from rollout.diff.report import render_markdown
 from rollout.markdown import DIFF_BUDGET, PLAN_BUDGET, STEP_SUMMARY_LIMIT
-from rollout.report_diff import render_markdown
 from tests.rollout.diffkit import (
     LONG,
     R1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from rollout import colour, masking
+from rollout.diff import boundary, colour, masking
 
 REPORT = (
     "diff of prod: base a -> head b: 1 file(s) changed, 0 unreadable\n"
@@ -41,5 +41,5 @@ def test_colour_only_on_a_terminal_without_no_color() -> None:
 
 def test_the_masking_boundary_says_what_its_output_is() -> None:
     # Everything the diff prints passes the masking boundary; a terminal stays one behind it.
-    assert masking.MaskingStream(masking.Masker(), Terminal()).isatty() is True
-    assert masking.MaskingStream(masking.Masker(), io.StringIO()).isatty() is False
+    assert boundary.MaskingStream(masking.Masker(), Terminal()).isatty() is True
+    assert boundary.MaskingStream(masking.Masker(), io.StringIO()).isatty() is False

@@ -20,13 +20,14 @@ from hypothesis import strategies as st
 
 from generators.cli import main as generate
 from rollout import git
-from rollout.apply import apply_changes, apply_file
-from rollout.changes import ChangeSet, FileChange, Side, Status
-from rollout.compare import compare
-from rollout.diff import diff_document, same
-from rollout.forms import EMPTY, Document, from_data, read
-from rollout.masking import mask_file, mask_form
-from rollout.snapshot import Snapshot, read_snapshot
+from rollout.diff.apply import apply_changes, apply_file
+from rollout.diff.boundary import mask_file, mask_form
+from rollout.diff.changes import ChangeSet, FileChange, Side, Status
+from rollout.diff.compare import compare
+from rollout.diff.document import diff_document
+from rollout.diff.forms import EMPTY, Document, from_data, read
+from rollout.diff.snapshot import Snapshot, read_snapshot
+from rollout.diff.walk import same
 from tests.conftest import FLEET
 from tests.rollout.diffkit import LONG, ROOT, new_repo, run_cli, write
 

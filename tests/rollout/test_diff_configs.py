@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rollout.changes import Aspect
-from rollout.report_diff import render_markdown
+from rollout.diff.changes import Aspect
+from rollout.diff.report import render_markdown
 from tests.rollout.diffkit import R1, R2, changeset, file_change, prod_text, text_lines
 
 PDI1 = "fc91d24-long-context-w4afp8-c8192-qsplit-hicache-pdi1-h200-tp4-ep4-dyntok"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout.changes import Status
+from rollout.diff.changes import Status
 from tests.rollout.diffkit import LONG, changeset, commit, file_change, new_repo, prod_text, run_cli, write
 
 ONE = "services:\n  app:\n    image: app:1\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout.folding import Folded, fold
-from rollout.report_diff import render_markdown
+from rollout.diff.folding import Folded, fold
+from rollout.diff.report import render_markdown
 from tests.rollout.diffkit import R1, R2, changeset, fixture, prod_text, text_lines
 
 FLAG = "      - --enable-dynamic-batch-tokenizer\n"

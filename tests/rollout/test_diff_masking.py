@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rollout.masking import boundary, fingerprint, mask_text, secret_key
+from rollout.diff.boundary import boundary
+from rollout.diff.secret_values import fingerprint, mask_text, secret_key
 from tests.rollout.diffkit import commit, new_repo, run_cli
 
 # Assembled at run time so the repository's own token-shapes hook never sees a literal.
@@ -390,7 +391,7 @@ def test_the_markdown_written_beside_json_is_the_markdown_report_and_masked(
 def test_every_secret_word_and_header_name_holds_a_part_the_line_filter_looks_for() -> None:
     """The boundary skips a line with none of SECRET_WORD_PARTS in it: that is
     only safe while every word that makes a key secret, and every header name, holds one."""
-    from rollout.masking import SECRET_WORD_PARTS
+    from rollout.diff.masking import SECRET_WORD_PARTS
     from tierops import secrets
 
     words = {*secrets.SECRET_WORDS, *secrets._SECRET_ENDINGS}
@@ -427,7 +428,7 @@ LINES = [
 def test_the_line_filter_never_skips_a_line_the_full_reading_collects_from(
     line: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rollout import masking
+    from rollout.diff import masking
 
     filtered = masking.Masker()
     filtered.add_text(line)
@@ -439,7 +440,7 @@ def test_the_line_filter_never_skips_a_line_the_full_reading_collects_from(
 
 def _line_by_line(lines: list[str]) -> list[str]:
     """The filter's rule, one line at a time (what the one-text scans must agree with)."""
-    from rollout.masking import _RUN_24, _SHAPES, _WORD_PART
+    from rollout.diff.masking import _RUN_24, _SHAPES, _WORD_PART
 
     return [
         line
@@ -452,7 +453,7 @@ def _line_by_line(lines: list[str]) -> list[str]:
 
 
 def test_the_one_text_scans_mark_the_lines_a_search_a_line_marks() -> None:
-    from rollout.masking import worth_reading
+    from rollout.diff.masking import worth_reading
 
     plain = [
         "",
@@ -483,7 +484,7 @@ def test_the_one_text_scans_mark_the_lines_a_search_a_line_marks() -> None:
     )
 )
 def test_the_one_text_scans_agree_with_a_search_a_line_on_any_lines(lines: list[str]) -> None:
-    from rollout.masking import worth_reading
+    from rollout.diff.masking import worth_reading
 
     assert worth_reading(lines) == _line_by_line(lines)
 
@@ -502,7 +503,7 @@ def test_the_one_text_scans_agree_with_a_search_a_line_on_any_lines(lines: list[
 def test_the_argv_filter_never_skips_a_list_the_full_reading_collects_from(
     words: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rollout import masking
+    from rollout.diff import masking
 
     filtered = masking.Masker()
     filtered.add_document({"command": words})
@@ -529,7 +530,7 @@ TEXTS = [
 def test_masking_line_by_line_gives_what_masking_the_whole_text_gives(text: str) -> None:
     """`Masker.mask` masks each distinct line once when nothing can match across a line
     break; the result must be the whole text's masking, byte for byte."""
-    from rollout.masking import Masker
+    from rollout.diff.masking import Masker
 
     for secrets in (["hunter2-but-longer"], ["hunter2-but-longer", "line1-of-secret\nline2-of-secret"]):
         masker = Masker()
@@ -543,14 +544,14 @@ def test_masking_line_by_line_gives_what_masking_the_whole_text_gives(text: str)
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_shapes_masked_line_by_line_are_the_shapes_of_the_whole_text(text: str) -> None:
-    from rollout.masking import _mask_shapes
+    from rollout.diff.secret_values import _mask_shapes
 
     twice = text * 2
     assert mask_text(twice) == _mask_shapes(twice)
 
 
 def test_a_secret_added_after_a_line_was_masked_is_masked_in_that_line_too() -> None:
-    from rollout.masking import Masker
+    from rollout.diff.masking import Masker
 
     masker = Masker()
     text = "a: added-later-value\nb: other\n"
@@ -602,7 +603,7 @@ def test_a_markdown_target_that_cannot_be_written_is_one_line_never_a_traceback(
 
 def _walked_mappings(masker: object, monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """The mappings `masker`'s walks list the children of, from now on."""
-    from rollout.masking import Masker
+    from rollout.diff.masking import Masker
 
     seen: list[object] = []
     children = Masker._children
@@ -618,7 +619,7 @@ def _walked_mappings(masker: object, monkeypatch: pytest.MonkeyPatch) -> list[ob
 def test_a_service_equal_to_one_walked_before_is_not_walked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """Base and head share most services: the head's equal ones are skipped,
     a changed one is walked and its new secret found."""
-    from rollout.masking import Masker
+    from rollout.diff.masking import Masker
     from tierops.yamlload import load_bytes
 
     base = b"services:\n  a: {command: [x, --api-key, k3y-of-a-1]}\n  b: {environment: {X: '1'}}\n"
@@ -634,7 +635,7 @@ def test_a_service_equal_to_one_walked_before_is_not_walked_again(monkeypatch: p
 
 
 def test_an_equal_entry_under_another_secret_ness_is_walked_again() -> None:
-    from rollout.masking import Masker
+    from rollout.diff.masking import Masker
 
     document = {"x-notes": {"first": {"note": "plain-looking-value"}}}
     masker = Masker()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rollout.changes import Op
-from rollout.describe import as_written, describe
-from rollout.masking import mask_change
+from rollout.diff.boundary import mask_change
+from rollout.diff.changes import Op
+from rollout.diff.describe import as_written, describe
 from tests.rollout.diffkit import file_change, new_repo, run_cli, text_lines, write
 from tests.rollout.test_diff_canonical import service  # one service `web`, then `body`
 from tests.tierops.spellings import FAMILIES

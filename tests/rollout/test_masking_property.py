@@ -34,9 +34,9 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from rollout import release
 from rollout.cli import main
-from rollout.masking import secret_fragments, secret_key
+from rollout.diff.secret_values import secret_fragments, secret_key
+from rollout.release import record as release
 from tests.rollout.diffkit import commit, git, new_repo
 from tierops.secrets import key_words
 
@@ -410,13 +410,13 @@ def _switch_off(monkeypatch: pytest.MonkeyPatch, *, model_pass: bool) -> None:
     """Masking as it was before the output boundary (the model pass only), or none at all."""
     import rollout.cli
     import rollout.commands.diff
-    import rollout.report_plan
+    import rollout.plan.report
 
     monkeypatch.setattr(rollout.cli, "boundary", _no_boundary)
     if not model_pass:
         identity: Callable[[Any], Any] = lambda value: value  # noqa: E731
         monkeypatch.setattr(rollout.commands.diff, "mask_changeset", identity)
-        monkeypatch.setattr(rollout.report_plan, "mask_text", identity)
+        monkeypatch.setattr(rollout.plan.report, "mask_text", identity)
 
 
 def test_the_fixed_leaky_example_passes_with_masking_on() -> None:

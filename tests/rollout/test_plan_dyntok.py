@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from generators.cli import main as generate
-from rollout import release
+from rollout.release import record as release
 from tests.conftest import SOURCE, TARGETS
 from tests.rollout.diffkit import LONG, R1, R2, commit, git, new_repo, run_cli
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout import deployer
+from rollout.plan import deployer
 from tests.rollout.diffkit import commit, git, new_repo, run_cli, write
 from tests.rollout.plankit import HAND, hand, plan_of, release_tag
 

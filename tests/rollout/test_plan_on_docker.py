@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from rollout import deployer
+from rollout.plan import deployer
 from tests.dockerkit import IMAGE, Docker, daemon
 from tests.rollout.diffkit import commit, git, new_repo
 from tests.rollout.plankit import tagged_plan

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rollout.forms import load_documents
+from rollout.diff.forms import load_documents
 from tests.rollout.diffkit import LONG, R1, R2, fixture, new_repo, prod_text, run_cli, write
 from tests.rollout.plankit import plan_of
 from tierops.roles import Role, roles_of

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rollout import release
 from rollout.cli import main
+from rollout.release import record as release
 from tests.rollout.history_text import shown
 from tests.rollout.release_world import T0, days, git, isolate_git
 

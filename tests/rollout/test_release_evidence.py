@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rollout import release
 from rollout.cli import main
+from rollout.release import record as release
 from tests.rollout.history_text import shown
 from tests.rollout.release_world import LONG, R2, T0, World, days, git, set_flag
 from tierops.checkmatrix import digest

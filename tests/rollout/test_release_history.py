@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
-from rollout import deployer, release
 from rollout.cli import main
+from rollout.plan import deployer
+from rollout.release import record as release
+from rollout.release import tagset
 from tests.rollout.history_text import shown
 from tests.rollout.release_world import (
     CANARY,
@@ -123,7 +125,7 @@ def test_history_of_r2_lists_its_three_changes_and_its_first_record_newest_first
 
     assert run(world, "history", LONG, R2) == 0
 
-    digests = {tag.name: tag.record.digests[LONG][R2] for tag in release.read_tags(world.a).releases}
+    digests = {tag.name: tag.record.digests[LONG][R2] for tag in tagset.read_tags(world.a).releases}
     short = {name: commit[:12] for name, commit in commits.items()}
     by = "  by Release Test <release@example.invalid>; tagged"
     assert capsys.readouterr().out == (
@@ -421,7 +423,7 @@ def test_an_unknown_service_or_file_is_a_usage_error_naming_what_exists(
 
 def expected_rollback(commits: dict[str, str], world: World) -> str:
     """The rollback's header, exactly: which tag, why, and the render check."""
-    tags = {tag.name: tag for tag in release.read_tags(world.a).releases}
+    tags = {tag.name: tag for tag in tagset.read_tags(world.a).releases}
     before = tags["v0.0.6"].record.digests[LONG][R2]
     after = tags["v0.0.4"].record.digests[LONG][R2]
     origin = find_compose().origin

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout.tags import KILL_GRACE_ENV, KILL_GRACE_SECONDS, kill_grace_seconds
+from rollout.release.verify import KILL_GRACE_ENV, KILL_GRACE_SECONDS, kill_grace_seconds
 from tests.rollout.release_world import ROOT, World, git, without_progress
 
 OVERRIDE_TAIL = (

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from rollout import release, tags
 from rollout.cli import main
+from rollout.release import record as release
+from rollout.release import tags, tagset
 from tests.rollout.history_text import shown
 from tests.rollout.release_world import (
     CHECK,
@@ -155,7 +156,7 @@ def test_numbers_are_ordered_numerically_so_v0_0_9_is_followed_by_v0_0_10_and_v0
     assert tag(world.a, "--push") == 0
 
     assert tagged_commits(world.origin) == {"v0.0.8": base, "v0.0.9": c1, "v0.0.10": c2, "v0.0.11": c3}
-    assert [t.name for t in release.read_tags(world.a).releases] == ["v0.0.8", "v0.0.9", "v0.0.10", "v0.0.11"]
+    assert [t.name for t in tagset.read_tags(world.a).releases] == ["v0.0.8", "v0.0.9", "v0.0.10", "v0.0.11"]
     assert "created v0.0.11" in capsys.readouterr().out
 
 
@@ -397,7 +398,7 @@ def test_no_verify_tags_a_failing_commit_and_the_tag_message_says_so(
         == f"created v0.0.2 on {bad[:12]} (NOT verified: skipped (--no-verify)), pushed to origin\n"
     )
     assert "verify: skipped (--no-verify)" in git(world.a, "cat-file", "-p", "v0.0.2")
-    assert release.read_tags(world.a).releases[-1].record.verified is False
+    assert tagset.read_tags(world.a).releases[-1].record.verified is False
 
 
 def test_the_check_runs_at_the_commit_being_tagged_not_in_the_working_tree(
@@ -490,7 +491,7 @@ def test_a_v0_0_n_tag_that_is_not_a_release_never_makes_head_already_tagged(
         + f"v0.0.2 is held by a tag that is not a release ({reason}); skipped the name\n"
         f"created v0.0.3 on {head[:12]} ({VIA_CHECK}), pushed to origin\n"
     )
-    assert [t.name for t in release.read_tags(world.a).releases] == ["v0.0.1", "v0.0.3"]
+    assert [t.name for t in tagset.read_tags(world.a).releases] == ["v0.0.1", "v0.0.3"]
 
 
 def test_an_rc_tag_on_head_is_named_as_ignored_and_head_gets_its_release(

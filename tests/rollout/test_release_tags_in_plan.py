@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rollout.cli import main
-from rollout.plan import NEW_TAG, OLD_TAG
+from rollout.plan.model import NEW_TAG, OLD_TAG
 from tests.rollout.release_world import (
     R2,
     T0,

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from rollout import release
 from rollout.cli import main
+from rollout.release import record as release
 from tests.rollout.release_world import T0, World, days, git, isolate_git, make_world
 from tierops.checkmatrix import digest
 

@@ -274,7 +274,7 @@ def test_credentials_in_free_text(text: str, what: str) -> None:
 
 
 def test_the_output_boundary_reads_headers_as_the_findings_do() -> None:
-    from rollout import masking
+    from rollout.diff import secret_values as masking
 
     assert masking.HEADER is secrets.HEADER  # one definition: a finding and a mask agree
     assert masking.HEADER_WORDS is secrets.HEADER_WORDS

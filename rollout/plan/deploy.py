@@ -1,0 +1,401 @@
+"""Send a rollout plan's calls to each host's compose-manager, verify, and roll back.
+
+`python -m rollout apply PLAN.json` reads the plan `python -m rollout plan --format
+json` wrote and, per file, host by host in the plan's order (the canary host first),
+sends every call of its steps to that host's compose-manager, reads the NDJSON stream
+to its `done` event, and checks what each step promised:
+
+- stage: a `staged` event;
+- preview: the `plan` event names the service under the expected verdict, no other
+  service under `create` or `recreate`, nothing under `remove`;
+- down and up: `done` with success;
+- verify: the checks compose-manager can answer (`GET /docker/ps`: running, healthy,
+  the image, a label; `POST /compose/logs`: the startup `server_args`), polled until
+  they hold or the wait runs out. Checks only a shell or the metrics can answer are
+  listed for the operator.
+
+It stops at the first failure and undoes what was already past its down, in the
+plan's rollback order (performed with `--rollback-on-failure`, else printed). A
+journal records every step done, so an interrupted apply resumes where it stopped.
+Nothing here prints: the caller passes `report`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollout.plan import deployer
+from tierops.errors import RefusedError, TieropsError, UsageError
+from tierops.exitcodes import ExitCode
+
+TOKEN_ENV = "COMPOSE_MANAGER_TOKEN"
+PLAN_FORMAT = "tierops.rollout.plan/2"
+WAIT_REPORT = 30.0  # seconds between the lines that say a verification still waits
+API_KINDS = frozenset({"running", "healthy", "image", "label", "server_args"})
+Report = Callable[[str], None]
+
+
+class Unreachable(TieropsError):
+    """A host's compose-manager did not answer (exit 3: nothing the command line can fix)."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+class CallFailed(TieropsError):
+    """compose-manager refused a call, or a step's result is not what the plan promised."""
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    url: str
+    token: str
+    timeout: float = 3600.0  # an up waits for a container start; a pull can take long
+
+    def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url.rstrip("/") + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            return urllib.request.urlopen(request, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            with exc:
+                try:
+                    message = json.loads(exc.read() or b"{}").get("error") or exc.reason
+                except ValueError:
+                    message = exc.reason
+            raise CallFailed(f"{self.name}: {method} {path}: HTTP {exc.code}: {message}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise Unreachable(f"{self.name} ({self.url}) does not answer: {reason}") from None
+
+    def get(self, path: str) -> dict[str, Any]:
+        with self._request("GET", path) as response:
+            result: dict[str, Any] = json.loads(response.read())
+            return result
+
+    def post_json(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        with self._request("POST", path, body) as response:
+            result: dict[str, Any] = json.loads(response.read())
+            return result
+
+    def stream(self, endpoint: str, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """The NDJSON events of a compose call, as they arrive."""
+        method, path = endpoint.split(" ", 1)
+        with self._request(method, path, body) as response:
+            for line in response:
+                if line.strip():
+                    yield json.loads(line)
+
+
+@dataclass
+class Journal:
+    """The steps done, one JSON line each; an apply run again skips them. Its first line
+    names the plan (a digest of its file): a journal is never read against another plan,
+    whose step numbers would mean other calls."""
+
+    path: Path
+    plan: str
+    done: set[str] = field(default_factory=set)
+
+    @classmethod
+    def open(cls, path: Path, plan: str) -> Journal:
+        journal = cls(path, plan)
+        if not path.exists():
+            path.write_text(json.dumps({"plan": plan}) + "\n", encoding="utf-8")
+            return journal
+        try:
+            lines = [
+                json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+            ]
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: not a journal of rollout apply: {exc}") from None
+        if not lines or lines[0].get("plan") != plan:
+            raise UsageError(
+                f"{path} is the journal of another plan: its steps would be skipped in this one",
+                hint="move it away to start this plan from its first step, or pass --journal FILE",
+            )
+        journal.done.update(str(line["key"]) for line in lines[1:] if "key" in line)
+        return journal
+
+    def record(self, key: str) -> None:
+        self.done.add(key)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(
+                json.dumps({"key": key, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n"
+            )
+
+
+def load_endpoints(path: Path, token: str) -> dict[str, Host]:
+    from tierops.yamlload import LoadError, load_path  # the loader only when a file is given
+
+    try:
+        documents = load_path(path).documents
+    except LoadError as exc:
+        raise UsageError(f"{path}:{exc.pos}: {exc.message}") from None
+    raw = documents[0] if documents else {}
+    hosts: dict[str, Host] = {}
+    for name, url in raw.items():
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise UsageError(f"{path}: host {name}: the endpoint must be an http(s) URL, not {url!r}")
+        hosts[str(name)] = Host(str(name), url, token)
+    return hosts
+
+
+def plan_digest(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_plan(path: Path) -> dict[str, Any]:
+    try:
+        plan: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a plan: {exc}") from None
+    if plan.get("format") != PLAN_FORMAT:
+        raise UsageError(
+            f"{path}: not a plan of format {PLAN_FORMAT} (write it with `rollout plan --format json`)"
+        )
+    for file in plan.get("files") or ():
+        if file.get("error"):
+            raise UsageError(f"{path}: {file['path']}: the plan could not plan it: {file['error']}")
+    tags = plan.get("tags") or {}
+    for which, option in (("new", "--tag"), ("old", "--base-tag")):
+        name = str(tags.get(which) or "")
+        if name.startswith("<"):
+            raise UsageError(
+                f"{path}: the plan names {name}, a placeholder: compose-manager needs the real tag",
+                hint=f"write the plan again with {option} TAG",
+            )
+    deployable = str(tags.get("deployable") or "")
+    if deployable.startswith("deployable from"):
+        raise RefusedError(
+            f"{path}: {tags['new']} is not {deployable}: compose-manager refuses a younger tag",
+            hint="apply it then; the age gate has no per-call exception",
+        )
+    return plan
+
+
+@dataclass
+class Applier:
+    plan: Mapping[str, Any]
+    hosts: Mapping[str, Host]
+    journal: Journal
+    report: Report
+    rollback_on_failure: bool = False
+    wait: float = 2700.0  # a verify waits this long for health (an engine loads in minutes)
+    poll: float = 2.0
+    report_every: float = WAIT_REPORT
+
+    def run(self) -> bool:
+        """True when every step of every host passed; False after a failure (undone or
+        printed). Raises UsageError/RefusedError before any call when it cannot start."""
+        files = list(self.plan.get("files") or ())
+        for file in files:
+            if not file["hosts"]:
+                raise UsageError(f"{file['path']}: the plan names no host (the fleet's data must name them)")
+            missing = [host for host in file["hosts"] if host not in self.hosts]
+            if missing:
+                raise UsageError(
+                    f"no endpoint for {', '.join(missing)} (add HOST: URL to the endpoints file)"
+                )
+        for name in dict.fromkeys(host for file in files for host in file["hosts"]):
+            in_flight = self.hosts[name].get("/status").get("in_flight")
+            if in_flight:
+                raise RefusedError(
+                    f"{name}: compose-manager runs {in_flight.get('action', 'an operation')} now; "
+                    "apply starts only on an idle host",
+                    hint="wait for it to finish (GET /status), then run apply again",
+                )
+        for file in files:
+            for name in file["hosts"]:
+                if not self._file_on_host(file, self.hosts[name]):
+                    return False
+        return True
+
+    def _file_on_host(self, file: Mapping[str, Any], host: Host) -> bool:
+        self.report(f"{file['path']} on {host.name}")
+        stages = (
+            [{"number": 0, "service": "", "steps": [file["staging"]]}] if file.get("staging") else []
+        ) + list(file["stages"])
+        for stage in stages:
+            passed_down = False
+            for step in stage["steps"]:
+                key = f"{host.name}\t{file['path']}\t{step['number']}"
+                if key in self.journal.done:
+                    passed_down = passed_down or step["action"] in ("down", "up")
+                    continue
+                try:
+                    self._step(file, host, stage, step)
+                except CallFailed as exc:
+                    self.report(f"FAILED {step['number']} {step['action']} {stage['service']}: {exc}")
+                    self._undo(file, host, int(stage["number"]), passed_down)
+                    return False
+                self.journal.record(key)
+                passed_down = passed_down or step["action"] in ("down", "up")
+        self.report(f"{file['path']} on {host.name}: every step passed")
+        return True
+
+    def _step(
+        self, file: Mapping[str, Any], host: Host, stage: Mapping[str, Any], step: Mapping[str, Any]
+    ) -> None:
+        service = str(stage["service"])
+        self.report(f"  {step['number']} {step['action']} {service}".rstrip())
+        if step["action"] == "verify":
+            self._verify(file, host, service, step)
+            return
+        problems = deployer.problems(step["endpoint"], step["payload"])
+        if problems:
+            raise CallFailed(f"the plan's call would not be read as written: {problems[0]}")
+        events: list[dict[str, Any]] = []
+        for event in host.stream(step["endpoint"], step["payload"]):
+            events.append(event)
+            if event.get("event") in ("stdout", "stderr"):
+                self.report(f"      {event.get('data', '')}")
+        done = next((event for event in events if event.get("event") == "done"), None)
+        if done is None or not done.get("success"):
+            code = done.get("exit_code") if done else "no done event"
+            raise CallFailed(f"compose-manager's stream ended without success (exit {code})")
+        if step["action"] == "stage" and not any(event.get("event") == "staged" for event in events):
+            raise CallFailed("no `staged` event: the images did not land")
+        if step["action"] == "preview":
+            plan = next((event.get("plan") for event in events if event.get("event") == "plan"), None)
+            project = file.get("project") or deployer.load().default_project
+            why = preview_mismatch(plan, project, service, str(step.get("verdict") or "recreate"))
+            if why:
+                raise CallFailed(f"the preview does not match the plan: {why}")
+
+    def _verify(self, file: Mapping[str, Any], host: Host, service: str, step: Mapping[str, Any]) -> None:
+        project = file.get("project") or deployer.load().default_project
+        for check in step.get("checks") or ():
+            if check.get("kind") not in API_KINDS:
+                self.report(f"      for the operator: {check['what']}: expect {check['expect']}")
+                continue
+            started = time.monotonic()
+            said = started
+            while True:
+                seen = self._read(file, host, project, service, check)
+                if seen is None:
+                    self.report(f"      ok: {check['what']}")
+                    break
+                now = time.monotonic()
+                if now - started >= self.wait:
+                    raise CallFailed(f"{check['what']}: expected {check['expect']}, {seen}")
+                if now - said >= self.report_every:  # a cold start takes long: say it still waits
+                    self.report(
+                        f"      waiting: {check['what']}: {seen} ({now - started:.0f} s of {self.wait:.0f} s)"
+                    )
+                    said = now
+                time.sleep(self.poll)
+
+    def _read(
+        self, file: Mapping[str, Any], host: Host, project: str, service: str, check: Mapping[str, Any]
+    ) -> str | None:
+        """None when the check holds, else what was seen."""
+        if check["kind"] == "server_args":
+            body = {"file": file["path"], "services": [service], "tail": 100000}
+            output = str(host.post_json("/compose/logs", body).get("output") or "")
+            line = next((text for text in output.splitlines() if "server_args" in text), "")
+            return None if check["expect"] in line else f"server_args: {line[:200] or 'not logged yet'}"
+        rows = containers(str(host.get("/docker/ps").get("output") or ""), project, service)
+        if not rows:
+            return "no running container"
+        row = rows[0]
+        kind = check["kind"]
+        if kind == "running":
+            return None if row.get("State") == "running" else f"state {row.get('State')}"
+        if kind == "healthy":
+            healthy = row.get("State") == "running" and "(healthy)" in str(row.get("Status"))
+            return None if healthy else f"status {row.get('Status')}"
+        if kind == "image":
+            return None if row.get("Image") == check["expect"] else f"image {row.get('Image')}"
+        labels = labels_of(row)
+        value = labels.get(str(check.get("key")))
+        return None if value == check["expect"] else f"label {value}"
+
+    def _undo(self, file: Mapping[str, Any], host: Host, failed: int, passed_down: bool) -> None:
+        """The rollback stages that undo what already ran, in the rollback's order."""
+        last = failed if passed_down else failed - 1
+        stages = [stage for stage in file.get("rollback") or () if int(stage.get("undoes") or 0) <= last]
+        if not stages:
+            self.report("nothing to undo: the failing service had not been taken down")
+            return
+        if file.get("rollback_staging"):
+            stages = [{"number": "R0", "service": "", "steps": [file["rollback_staging"]]}, *stages]
+        if not self.rollback_on_failure:
+            self.report("to undo what ran, send these calls in order (or apply with --rollback-on-failure):")
+            for stage in stages:
+                for step in stage["steps"]:
+                    if "payload" in step:
+                        self.report(f"  {step['number']} {step['endpoint']} {json.dumps(step['payload'])}")
+            return
+        self.report("rolling back what ran, in the rollback's order")
+        for stage in stages:
+            for step in stage["steps"]:
+                key = f"{host.name}\t{file['path']}\t{step['number']}"
+                if key in self.journal.done:
+                    continue
+                try:
+                    self._step(file, host, stage, step)
+                except CallFailed as exc:
+                    self.report(
+                        f"ROLLBACK FAILED at {step['number']} {step['action']} {stage['service']}: {exc}"
+                    )
+                    return
+                self.journal.record(key)
+
+
+def labels_of(row: Mapping[str, Any]) -> dict[str, str]:
+    raw = row.get("Labels") or ""
+    if isinstance(raw, Mapping):
+        return {str(key): str(value) for key, value in raw.items()}
+    return dict(item.split("=", 1) for item in str(raw).split(",") if "=" in item)
+
+
+def containers(output: str, project: str, service: str) -> list[dict[str, Any]]:
+    """The `docker ps --format json` rows of one service of one compose project."""
+    rows = []
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        labels = labels_of(row)
+        if (
+            labels.get("com.docker.compose.project") == project
+            and labels.get("com.docker.compose.service") == service
+        ):
+            rows.append(row)
+    return rows
+
+
+def preview_mismatch(plan: Mapping[str, Any] | None, project: str, service: str, verdict: str) -> str:
+    """Why a dry run's `plan` event does not match the plan's preview, or "". Its names
+    are containers: the service's `container_name`, or Compose's PROJECT-SERVICE-N."""
+    if plan is None:
+        return "no `plan` event"
+    buckets: Mapping[str, Sequence[str]] = plan
+    pattern = re.compile(
+        rf"(?:Container )?(?:{re.escape(service)}|{re.escape(project)}-{re.escape(service)}-\d+)"
+    )
+
+    def mine(name: str) -> bool:
+        return bool(pattern.fullmatch(name.strip()))
+
+    if not any(mine(name) for name in buckets.get(verdict) or ()):
+        return f"{service} is not under {verdict}: {json.dumps(dict(buckets))}"
+    others = [name for key in ("create", "recreate") for name in buckets.get(key) or () if not mine(name)]
+    if others:
+        return f"it would also create or recreate {', '.join(others)}"
+    if buckets.get("remove"):
+        return f"it would remove {', '.join(buckets['remove'])}"
+    return ""

@@ -1,0 +1,338 @@
+"""YAML events to positioned data: the composer both parsers feed.
+
+It keeps a position for every key, value and item, the span of every scalar, applies
+merge keys, refuses duplicate keys, and enforces the depth and node budgets it is given
+(alias expansion counted, so an alias bomb stops early).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tierops.yamlload.nodes import START, LoadError, Pos, Span, YList, YMap, new_pos
+from tierops.yamlload.scalars import key_text, resolve_scalar
+
+
+def _pos(event: Any) -> Pos:
+    mark = event.start_mark
+    pos: Pos = new_pos((mark.line + 1, mark.column + 1))
+    return pos
+
+
+_NO_KEY = object()
+_MERGE = "<<"
+
+
+class _Frame:
+    __slots__ = ("anchor", "is_map", "key", "key_pos", "merge_sources", "merging", "start", "value")
+
+    def __init__(self, value: YMap | YList, anchor: str | None, start: int) -> None:
+        self.value = value
+        self.is_map = isinstance(value, YMap)
+        self.anchor = anchor
+        self.key: Any = _NO_KEY
+        self.key_pos = START
+        self.merging = False
+        self.merge_sources: list[YMap] = []
+        # The node count when the collection opened: its weight (what an alias of it
+        # expands to) is itself plus every node counted since.
+        self.start = start
+
+
+class Composer:
+    """Events to YMap/YList without recursion; anchors live across documents, as in Compose."""
+
+    def __init__(self, text: str, *, max_depth: int, max_nodes: int) -> None:
+        self.text = text
+        self.max_depth = max_depth
+        self.max_nodes = max_nodes
+        self.anchors: dict[str, tuple[Any, int]] = {}
+        self.anchor_pos: list[Pos] = []
+        self.alias_pos: list[Pos] = []
+        self.merge_pos: list[Pos] = []
+        self.open_anchors: set[str] = set()
+        self.nodes = 0
+        self.documents: list[YMap] = []
+        self.stack: list[_Frame] = []
+        self.root: list[tuple[Any, Pos]] = []
+
+    def feed(self, next_event: Callable[[], Any], events: Any) -> None:  # noqa: PLR0912, PLR0915 (the scalar steps inline)
+        """Compose the events `next_event` returns, until it returns None.
+
+        `events` is the parser's module of event classes (PyYAML's or ruamel.yaml's: the
+        same names and fields). Most events are a scalar key, value or item of an
+        ordinary collection: their steps run inline, on the current collection's state
+        kept in local variables (the loader's Python steps cost more than
+        libyaml's parsing). Everything else (collections, aliases, anchors, merge and
+        duplicate keys, empty values, the document root, the node budget's last node)
+        writes that state back and takes the general path.
+        """
+        scalar_event = events.ScalarEvent
+        map_start, seq_start = events.MappingStartEvent, events.SequenceStartEvent
+        map_end, seq_end = events.MappingEndEvent, events.SequenceEndEvent
+        stack = self.stack
+        make_pos = new_pos
+        no_key = _NO_KEY
+        budget = self.max_nodes
+        max_depth = self.max_depth
+        nodes = self.nodes
+        frame: _Frame | None = None
+        # The state of `frame` (stack[-1]) while scalars take the inline steps.
+        inline = False
+        is_map = False
+        key: Any = no_key
+        key_pos = START
+        mapping: YMap = YMap(START)
+        key_positions, value_positions, value_spans = mapping.key_pos, mapping.value_pos, mapping.value_span
+        items = YList(START)
+        append, item_pos_append, item_span_append = (
+            items.append,
+            items.item_pos.append,
+            items.item_span.append,
+        )
+        while (event := next_event()) is not None:
+            cls = type(event)
+            if cls is scalar_event:
+                style = event.style
+                value = event.value if style else resolve_scalar(event)
+                if (
+                    inline
+                    and nodes < budget
+                    and not event.anchor
+                    and (style or value is not None or event.value)
+                ):
+                    start = event.start_mark
+                    pos = make_pos((start.line + 1, start.column + 1))
+                    if not is_map:
+                        nodes += 1
+                        append(value)
+                        item_pos_append(pos)
+                        item_span_append((start.index, event.end_mark.index))
+                        continue
+                    if key is not no_key:
+                        nodes += 1
+                        mapping[key] = value
+                        key_positions[key] = key_pos
+                        value_positions[key] = pos
+                        value_spans[key] = (start.index, event.end_mark.index)
+                        key = no_key
+                        continue
+                    name = value if type(value) is str else key_text(value)
+                    if name != _MERGE and name not in key_positions:
+                        nodes += 1
+                        key, key_pos = name, pos
+                        continue
+                # The general path, on the state written back.
+                self.nodes = nodes
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
+                self._scalar(event, value, style)
+                nodes = self.nodes
+            elif (cls is map_start or cls is seq_start) and not event.anchor and len(stack) < max_depth:
+                # A collection opens (`_other`'s steps for one without an anchor).
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
+                start = event.start_mark
+                pos = make_pos((start.line + 1, start.column + 1))
+                stack.append(_Frame(YMap(pos) if cls is map_start else YList(pos), None, nodes))
+            elif (
+                (cls is map_end or cls is seq_end)
+                and frame is not None
+                and not frame.anchor
+                and not frame.merge_sources
+                and nodes < budget
+                and len(stack) > 1
+                and not (parent := stack[-2]).merging
+                and (not parent.is_map or parent.key is not no_key)
+            ):
+                # A collection closes as the value or item of an ordinary one (`_attach`'s
+                # steps for it).
+                stack.pop()
+                nodes += 1
+                closed = frame.value
+                if parent.is_map:
+                    outer: YMap = parent.value  # type: ignore[assignment]
+                    name = parent.key
+                    outer[name] = closed
+                    outer.key_pos[name] = parent.key_pos
+                    outer.value_pos[name] = closed.pos
+                    parent.key = no_key
+                else:
+                    outer_items: YList = parent.value  # type: ignore[assignment]
+                    outer_items.append(closed)
+                    outer_items.item_pos.append(closed.pos)
+                    outer_items.item_span.append(None)
+            else:
+                # The general path, on the state written back.
+                self.nodes = nodes
+                if frame is not None:
+                    frame.key, frame.key_pos = key, key_pos
+                self._other(event, cls.__name__)
+                nodes = self.nodes
+            if not stack:
+                frame, inline = None, False
+                continue
+            frame = stack[-1]
+            inline = not frame.merging
+            is_map, key, key_pos = frame.is_map, frame.key, frame.key_pos
+            if is_map:
+                mapping = frame.value  # type: ignore[assignment]
+                key_positions, value_positions = mapping.key_pos, mapping.value_pos
+                value_spans = mapping.value_span
+            else:
+                items = frame.value  # type: ignore[assignment]
+                append, item_pos_append, item_span_append = (
+                    items.append,
+                    items.item_pos.append,
+                    items.item_span.append,
+                )
+        self.nodes = nodes
+        if frame is not None:
+            frame.key, frame.key_pos = key, key_pos
+
+    def _scalar(self, event: Any, value: Any, style: str | None) -> None:
+        if event.anchor:
+            self.anchor_pos.append(_pos(event))
+            self.anchors[event.anchor] = (value, 1)
+        start = event.start_mark
+        if value is None and not style and not event.value:
+            # An empty value (`key:`): the two parsers place it differently (after the
+            # colon, or at the next token); it is pointed at by its key.
+            self._attach(value, self._empty_pos(start.index), 1, True, True, None)
+            return
+        span = (start.index, event.end_mark.index)
+        self._attach(value, _pos(event), 1, not style, True, span)
+
+    def _other(self, event: Any, kind: str) -> None:
+        """Every event but a scalar, by its class's name (PyYAML's and ruamel.yaml's agree)."""
+        stack = self.stack
+        if kind in ("MappingStartEvent", "SequenceStartEvent"):
+            if len(stack) >= self.max_depth:
+                # Checked before the deeper node is parsed: the rest of the file is
+                # never read, so a megabyte of `[` costs as much as 64 of them.
+                raise LoadError(
+                    _pos(event), f"nesting deeper than {self.max_depth} levels; not a compose file"
+                )
+            pos = _pos(event)
+            container: YMap | YList = YMap(pos) if kind == "MappingStartEvent" else YList(pos)
+            if event.anchor:
+                self.anchor_pos.append(pos)
+                self.open_anchors.add(event.anchor)
+            stack.append(_Frame(container, event.anchor, self.nodes))
+        elif kind in ("MappingEndEvent", "SequenceEndEvent"):
+            frame = stack.pop()
+            if frame.merge_sources:
+                _apply_merges(frame)
+            weight = self.nodes - frame.start + 1
+            if frame.anchor:
+                self.open_anchors.discard(frame.anchor)
+                self.anchors[frame.anchor] = (frame.value, weight)
+            self._attach(frame.value, frame.value.pos, weight, False, True, None)
+        elif kind == "AliasEvent":
+            pos = _pos(event)
+            if event.anchor in self.open_anchors:
+                raise LoadError(pos, f"recursive alias *{event.anchor} (it refers to its own anchor)")
+            if event.anchor not in self.anchors:
+                raise LoadError(pos, f"undefined alias *{event.anchor}")
+            self.alias_pos.append(pos)
+            value, weight = self.anchors[event.anchor]
+            self._attach(value, pos, weight, False, False, None)
+        elif kind == "DocumentStartEvent":
+            self.root = []
+        elif kind == "DocumentEndEvent":
+            self._end_document(_pos(event))
+
+    def _empty_pos(self, index: int) -> Pos:
+        frame = self.stack[-1] if self.stack else None
+        if frame is not None and frame.is_map and frame.key is not _NO_KEY:
+            return frame.key_pos
+        text = self.text
+        while index > 0 and text[index - 1] in " \t\r\n":
+            index -= 1
+        line_start = text.rfind("\n", 0, index) + 1
+        return Pos(text.count("\n", 0, index) + 1, index - line_start + 1)
+
+    def _end_document(self, pos: Pos) -> None:
+        value, where = self.root[0] if self.root else (None, pos)
+        if not isinstance(value, YMap):
+            what = (
+                "empty"
+                if value is None
+                else "a sequence"
+                if isinstance(value, YList)
+                else f"a scalar ({type(value).__name__})"
+            )
+            number = len(self.documents) + 1
+            raise LoadError(
+                where,
+                f"document {number} is {what}; every document of a compose file must be a mapping "
+                "(Compose: top-level object must be a mapping)",
+            )
+        self.documents.append(value)
+
+    def _attach(self, value: Any, pos: Pos, weight: int, plain: bool, fresh: bool, span: Span | None) -> None:
+        # Aliases share one Python object; counting what they expand to is what stops a
+        # few hundred bytes from making every rule walk millions of nodes.
+        self.nodes += 1 if fresh else weight
+        if self.nodes > self.max_nodes:
+            raise LoadError(
+                pos, f"alias expansion exceeds {self.max_nodes} nodes (an alias bomb?); refusing to expand it"
+            )
+        stack = self.stack
+        if not stack:
+            self.root.append((value, pos))
+            return
+        frame = stack[-1]
+        if not frame.is_map:
+            items: YList = frame.value  # type: ignore[assignment]
+            items.append(value)
+            items.item_pos.append(pos)
+            items.item_span.append(span)
+            return
+        mapping: YMap = frame.value  # type: ignore[assignment]
+        if frame.key is _NO_KEY:
+            if isinstance(value, (YMap, YList)):
+                raise LoadError(pos, "a mapping or sequence used as a key; Compose keys are strings")
+            key = key_text(value)
+            frame.merging = plain and key == _MERGE and _MERGE not in mapping
+            if frame.merging:
+                self.merge_pos.append(pos)
+            elif key in mapping.key_pos:
+                first = mapping.key_pos[key]
+                raise LoadError(
+                    pos,
+                    f"duplicate key '{key}' (first at line {first.line}); "
+                    f'Compose refuses it: mapping key "{key}" already defined at line {first.line}',
+                )
+            frame.key, frame.key_pos = key, pos
+            return
+        if frame.merging:
+            sources = value if isinstance(value, YList) else [value]
+            for source in sources:
+                if not isinstance(source, YMap):
+                    raise LoadError(
+                        frame.key_pos, "merge key '<<' must refer to a mapping or a list of mappings"
+                    )
+                frame.merge_sources.append(source)
+        else:
+            mapping[frame.key] = value
+            mapping.key_pos[frame.key] = frame.key_pos
+            mapping.value_pos[frame.key] = pos
+            if span is not None:
+                mapping.value_span[frame.key] = span
+        frame.key = _NO_KEY
+        frame.merging = False
+
+
+def _apply_merges(frame: _Frame) -> None:
+    """YAML merge keys: explicit keys win, then earlier sources over later ones."""
+    mapping: YMap = frame.value  # type: ignore[assignment]
+    for source in frame.merge_sources:
+        for key, value in source.items():
+            if key not in mapping:
+                mapping[key] = value
+                mapping.key_pos[key] = source.key_pos.get(key, source.pos)
+                mapping.value_pos[key] = source.value_pos.get(key, source.pos)
+                if key in source.value_span:
+                    mapping.value_span[key] = source.value_span[key]
