@@ -3,7 +3,7 @@
 Copies one prod file 1, 10 and 50 times into a temporary directory and times the two
 stages of `nox -s compose` on them: the variable scan (in process) and the parallel
 `docker compose config` renders (one compose process per file). Prints one row per
-size, best of --repeat runs; the numbers go in docs/development.md.
+size, best of --repeat runs; the figures are kept in benchmarks/README.md.
 """
 
 from __future__ import annotations

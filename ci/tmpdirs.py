@@ -3,7 +3,7 @@
 The tests build hundreds of real git repositories, fleets and renders, and the
 project's atomic writes fsync every file: on a disk-backed /tmp that is I/O wait the
 CPU cannot use (about 8 s of a 60 s suite on the 2-core build machine, alternating
-runs, docs/development.md). `ram_tmpdir` names a private directory on /dev/shm when
+runs, benchmarks/README.md). `ram_tmpdir` names a private directory on /dev/shm when
 
 - the caller has not chosen a TMPDIR (theirs is always kept);
 - /dev/shm is a tmpfs mounted without `noexec` (the tests run scripts they write);

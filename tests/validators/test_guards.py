@@ -10,7 +10,7 @@ finding (rule id, line:col, the message with its subject) that check reports. He
 - each guard's finding is reported, at its line:col, with its message;
 - with the check silenced (its function replaced by one that yields nothing, as if its
   body were deleted) the finding is gone: the meta-test that makes "delete a check,
-  suite stays green" impossible. Its score is printed in docs/validators.md.
+  suite stays green" impossible.
 """
 
 from __future__ import annotations
