@@ -9,7 +9,7 @@ nested key) and prints:
   repository holding the base, the head in the working tree (at most 0.5 s on
   a 2-core machine), beside `python -c pass` (the interpreter's own start-up);
 - its parts in process: reading both files through the one loader and the canonical
-  model (`rollout/forms.py`), then the change model, masking and the text lines;
+  model (`rollout/diff/forms.py`), then the change model, masking and the text lines;
 - a whole-tree DeepDiff on the same compared forms, for scale.
 
 Run: `python benchmarks/bench_diff.py` (from the repository root, with the runtime

@@ -4,7 +4,7 @@
 is ci/check-matrix.schema.json). The same inputs give the same record except for the
 wall-clock durations, so the digest is taken over the record *without* them: two runs
 at one commit with the same tools give one digest, which is what a release tag
-records as its evidence (rollout/release.py) and what anybody can recompute
+records as its evidence (rollout/release/record.py) and what anybody can recompute
 (`python -m ci.record --digest`).
 
 Stdlib only: the release code and the comment poster read records without the

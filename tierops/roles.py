@@ -1,7 +1,7 @@
 """What each service *is*, read from the file itself, never from a list of names.
 
 Roles are read from a document of canonical services (the model of
-`tierops/canonical.py`, where `command`/`entrypoint` may also be the diff's argv items)
+`tierops/canonical/`, where `command`/`entrypoint` may also be the diff's argv items)
 plus the top-level `configs`/`secrets`, so every spelling of a definition gets the same
 role. This module is the shared core's: the rollout plan and the validators read it.
 

@@ -157,13 +157,13 @@ TOKEN_SHAPES: dict[str, str] = {
     "a JSON web token": r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}",
     "a PEM private key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
 }
-# Any token shape, in one pattern (the output boundary masks by it, rollout/masking.py).
+# Any token shape, in one pattern (the output boundary masks by it, rollout/diff/masking.py).
 SHAPES = re.compile("|".join(f"(?:{pattern})" for pattern in TOKEN_SHAPES.values()))
 _SHAPE_LIST = [(label, re.compile(pattern)) for label, pattern in TOKEN_SHAPES.items()]
 # The credential of a header or an auth scheme: `Authorization: x`, `Bearer x`, `Basic
 # x`, `Token x`, `X-Api-Key: x`, a quoted key (`"X-Api-Key": "x"`, JSON headers),
 # `PRIVATE-TOKEN: x` (GitLab), `X-Auth-Token: x`. One definition: the validators' findings
-# (`text_hits`) and the rollout tools' output boundary (rollout/masking.py) read the same.
+# (`text_hits`) and the rollout tools' output boundary (rollout/diff/masking.py) read the same.
 HEADER = re.compile(
     r"(?i)\b(?:authorization|proxy-authorization|x-api-key|api-key|x-auth-token|private-token)"
     r"[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?(?P<a>[^\s\"',;}\]\\]+)"

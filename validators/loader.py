@@ -1,6 +1,6 @@
 """Rule `yaml`: a file is read once, by the one loader, into the one canonical model.
 
-The reading itself is tierops's (`tierops/yamlload.py`, then `tierops/canonical.py`):
+The reading itself is tierops's (`tierops/yamlload/`, then `tierops/canonical/`):
 the same loader and model the rollout tools use, so a spelling compose reads as the
 same value is the same value to every rule. This module only turns "cannot be read
 as a compose file" into exactly one finding with this rule id, so the run goes on with

@@ -2,7 +2,7 @@
 
 Each case runs the real program on a real repository: a FIFO or a device in the working
 tree, and 100k-deep nesting, an alias bomb and a 5 MB file both as working-tree files
-and as committed refs (`--base`/`--head`). The loader's budgets (tierops/yamlload.py)
+and as committed refs (`--base`/`--head`). The loader's budgets (tierops/yamlload/)
 refuse them before anything expensive happens.
 """
 
