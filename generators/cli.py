@@ -12,15 +12,8 @@ from pathlib import Path
 
 from generators.check import Status, compare
 from generators.render import REGENERATE, render_all
-from generators.source import (
-    GenerationRefused,
-    Source,
-    Stack,
-    Target,
-    discover,
-    load_source,
-    load_targets,
-)
+from generators.source import GenerationRefused, Source, Target, load_source
+from generators.targets import Stack, discover, load_targets
 from tierops import layout
 from tierops.atomic import write_bytes_atomic
 from tierops.cli import guarded, parse, prog

@@ -18,7 +18,8 @@ from generators.features import (
     owner_of_env,
     owner_of_flag,
 )
-from generators.source import FeatureUse, GenerationRefused, Source, Target, engine_name, fill
+from generators.reader import fill
+from generators.source import FeatureUse, GenerationRefused, Source, Target, engine_name
 from tierops.shellwords import join
 
 

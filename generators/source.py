@@ -1,30 +1,27 @@
-"""Load the hand-maintained source and the targets into typed, position-carrying data.
+"""Load a stack's source (`<stack>.source.yaml`) into typed, position-carrying data.
 
-Everything a user can get wrong in `glm53.source.yaml` or `glm53.targets.yaml` is
-caught here or in `engine.py` and reported as one line with `file:line:col`; the
-renderer only ever sees data that makes sense.
+Everything a user can get wrong in a stack's source, its targets (`targets.py`) or the
+shared parts (`parts.py`) is caught there or in `engine.py` and reported as one line
+with `file:line:col`; the renderer only ever sees data that makes sense.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap
-
 from generators.features import FEATURES, Feature, FeatureArgs
-from tierops import layout
-from tierops.errors import InputError, RefusedError, UsageError
-from tierops.yamlio import Mark, load_roundtrip, mark
+from generators.parts import apply_parts
+from generators.reader import Reader, fleet_relative, placeholders
+from tierops.errors import InputError, RefusedError
+from tierops.yamlio import Mark, load_roundtrip
 
 SOURCE_SUFFIX = ".source.yaml"
 TARGETS_SUFFIX = ".targets.yaml"
 
-TIERS = ("base", "canary", "long-context")
 # What a sidecar is to the generator (`role:` in the source, never emitted): the role,
 # not the service's name, says which values are computed for it.
 # Beside `build:`: why the service is built on the host (Compose ignores `x-` keys;
@@ -32,7 +29,6 @@ TIERS = ("base", "canary", "long-context")
 BUILD_REASON = "x-build-reason"
 ROLES = ("downloader", "proxy", "front-door", "registrar", "metrics-exporter", "collector")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
-_STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # The placeholders a base argv item may use; anything else in braces is a typo.
 ARGV_PLACEHOLDERS = frozenset({"model_path", "served_name", "port", "rendezvous_port"})
 
@@ -156,66 +152,7 @@ class Target:
         return f"{self.name}.yaml"
 
 
-class _Reader:
-    """Typed access to a loaded YAML tree that names file:line:col on every mistake."""
-
-    def __init__(self, display: str) -> None:
-        self.display = display
-        self.problems: list[str] = []
-
-    def at(self, container: Any, key: Any = None) -> Mark:
-        if isinstance(container, Merged):  # the file and mapping that wrote the key
-            display, holder = container.origin.get(key) or container.origin[None]
-            return mark(display, holder, key if key in holder else None)
-        return mark(self.display, container, key)
-
-    def fail(self, where: Mark, message: str) -> None:
-        self.problems.append(f"{where}: {message}")
-
-    def known(self, container: Any, keys: Sequence[str], what: str) -> None:
-        """Every key of `container` is one of `keys`: a misspelt key would be ignored, and
-        the default it leaves is not what its author meant."""
-        if not hasattr(container, "items"):
-            return
-        for key in container:
-            if key in keys:
-                continue
-            near = difflib.get_close_matches(str(key), keys, n=1, cutoff=0.75)
-            hint = f"did you mean '{near[0]}'?" if near else f"known: {', '.join(sorted(keys))}"
-            self.fail(self.at(container, key), f"{what}: unknown key '{key}'; {hint}")
-
-    def mapping(self, container: Any, key: str, *, required: bool = True) -> Any:
-        value = container.get(key) if hasattr(container, "get") else None
-        if value is None:
-            if required:
-                self.fail(self.at(container), f"missing key '{key}' (a mapping)")
-            return None
-        if not hasattr(value, "items"):
-            self.fail(self.at(container, key), f"'{key}' must be a mapping")
-            return None
-        return value
-
-    def scalar(self, container: Any, key: str, kind: type, *, required: bool = True) -> Any:
-        value = container.get(key) if hasattr(container, "get") else None
-        if value is None:
-            if required:
-                self.fail(self.at(container), f"missing key '{key}'")
-            return None
-        # bool is an int in Python; an int field given `true` is still a mistake.
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            self.fail(self.at(container, key), f"'{key}' must be {kind.__name__}, not {value!r}")
-            return None
-        return value
-
-    def strings(self, container: Any, key: str) -> tuple[str, ...] | None:
-        value = container.get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self.fail(self.at(container, key), f"'{key}' must be a list of strings")
-            return None
-        return tuple(value)
-
-
-def _roles(r: _Reader, services: Mapping[str, Any]) -> None:
+def _roles(r: Reader, services: Mapping[str, Any]) -> None:
     """Each sidecar's `role:` is a known one, and no two sidecars share one."""
     seen: dict[str, str] = {}
     for name, spec in services.items():
@@ -232,7 +169,7 @@ def _roles(r: _Reader, services: Mapping[str, Any]) -> None:
             seen[str(role)] = str(name)
 
 
-def _service_images(r: _Reader, specs: list[tuple[Any, Any]], images: Mapping[str, str]) -> None:
+def _service_images(r: Reader, specs: list[tuple[Any, Any]], images: Mapping[str, str]) -> None:
     """Each service names an entry of `images:`, or is a declared build."""
     for name, spec in specs:
         if hasattr(spec, "get") and "part" in spec:
@@ -243,7 +180,7 @@ def _service_images(r: _Reader, specs: list[tuple[Any, Any]], images: Mapping[st
             r.fail(r.at(spec, "image"), f"{name}: image must name an entry of images: ({', '.join(images)})")
 
 
-def _built(r: _Reader, name: str, spec: Any) -> None:
+def _built(r: Reader, name: str, spec: Any) -> None:
     """A sidecar built on the host: allowed when it says why, with the tag it builds."""
     if name == "engine.service":
         # config_variant and the engine_image label name the engine's build by its digest.
@@ -262,46 +199,27 @@ def _built(r: _Reader, name: str, spec: Any) -> None:
         r.fail(r.at(spec), f"{name}: a built service names the tag it builds, `image: <name:tag>`")
 
 
-# A placeholder is `{name}`; other braces (a JSON value in an argv word) are text.
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _placeholders(text: str) -> Iterator[str]:
-    for match in PLACEHOLDER.finditer(text):
-        yield match.group(1)
-
-
-def fill(text: str, values: Mapping[str, str]) -> str:
-    """`text` with each `{name}` of `values` replaced; any other brace stays as written."""
-    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
-
-
 # The keys each part of a stack's data may hold.
 SOURCE_KEYS = (
     "images", "project", "model", "engine", "replicas", "parts", "services", "scrape", "volumes",
     "networks", "configs", "collector_config",
 )  # fmt: skip
-PARTS_KEYS = ("services", "configs", "collector_config")
 MODEL_KEYS = ("served_name", "repo", "revision", "precision", "cache_dir")
 ENGINE_KEYS = (
     "name", "port", "variant", "required_features", "feature_options", "argv", "environment", "service",
 )  # fmt: skip
 VARIANT_KEYS = ("build", "quantization", "hardware", "parallel")
 REPLICA_KEYS = ("instance", "gpus", "rendezvous_port", "image", "build")
-TARGET_KEYS = (
-    "tier", "hosts", "project", "profile", "discovery_port", "registrar_environment", "replicas",
-    "host_variables",  # read by the rollout plan, not rendered: the variables every host sets
-)  # fmt: skip
 
 
 def load_source(path: Path, *, display: str | None = None) -> Source:
-    shown = display or _display(path)
+    shown = display or fleet_relative(path)
     doc = load_roundtrip(path, display=shown)
     if not hasattr(doc, "items"):
         raise InputError("the source must be a YAML mapping", where=f"{shown}:1:1")
-    r = _Reader(shown)
+    r = Reader(shown)
     r.known(doc, SOURCE_KEYS, "source")
-    _apply_parts(r, doc, path)
+    apply_parts(r, doc, path)
     images = _images(r, doc)
     model_map = r.mapping(doc, "model") or {}
     r.known(model_map, MODEL_KEYS, "model")
@@ -357,95 +275,7 @@ def load_source(path: Path, *, display: str | None = None) -> Source:
     )
 
 
-def _apply_parts(r: _Reader, doc: Any, path: Path) -> None:
-    """Build the source's sidecars, configs and collector config from its `parts:` file.
-
-    Each `services.<name>: {part: P, ...}` becomes part P with the stack's other keys
-    merged over it; the parts' configs come first and the source's add to or replace
-    them by name; the parts' collector config applies unless the source has its own.
-    """
-    ref = doc.get("parts")
-    if ref is None:
-        return
-    if not isinstance(ref, str):
-        r.fail(
-            r.at(doc, "parts"), "parts: names the parts file, relative to this source (`parts: parts.yaml`)"
-        )
-        return
-    parts_path = path.parent / ref
-    if not parts_path.is_file():
-        r.fail(r.at(doc, "parts"), f"parts: no file {ref} beside this source")
-        return
-    shown = _display(parts_path)
-    parts = load_roundtrip(parts_path, display=shown)
-    if not hasattr(parts, "items"):
-        r.fail(r.at(doc, "parts"), f"parts: {ref} must be a YAML mapping")
-        return
-    own = _Reader(shown)  # the parts file's own mistakes, at its own lines
-    own.known(parts, PARTS_KEYS, "parts")
-    r.problems.extend(own.problems)
-    model = doc.get("model") if hasattr(doc.get("model"), "get") else {}
-    _fill_in_place(
-        parts, {"project": str(doc.get("project") or ""), "served_name": str(model.get("served_name") or "")}
-    )
-    offered = parts.get("services") or {}
-    for name, spec in list((doc.get("services") or {}).items()):
-        if not hasattr(spec, "get") or "part" not in spec:
-            continue
-        part = spec["part"]
-        if part not in offered:
-            near = difflib.get_close_matches(str(part), [str(p) for p in offered], n=1, cutoff=0.6)
-            hint = f"did you mean '{near[0]}'?" if near else f"parts: {', '.join(map(str, offered))}"
-            r.fail(r.at(spec, "part"), f"{name}: no part '{part}' in {ref}; {hint}")
-            continue
-        doc["services"][name] = _merged(offered[part], spec, shown, r.display)
-    own_configs = doc.get("configs") or {}
-    configs = CommentedMap((key, value) for key, value in (parts.get("configs") or {}).items())
-    for key, value in own_configs.items():
-        configs[key] = value
-    doc["configs"] = configs
-    if doc.get("collector_config") is None and parts.get("collector_config") is not None:
-        doc["collector_config"] = parts["collector_config"]
-
-
-class Merged(CommentedMap):
-    """A service built from a part and the stack's keys beside `part:`."""
-
-    origin: dict[Any, tuple[str, Any]]
-
-
-def _merged(base: Any, over: Any, base_display: str, over_display: str) -> Merged:
-    """`base` with `over`'s keys merged over it (mappings key by key, else replaced),
-    each key remembering the file and mapping that wrote it (for `_Reader.at`)."""
-    merged = Merged()
-    origin: dict[Any, tuple[str, Any]] = {None: (over_display, over)}
-    for key, value in base.items():
-        merged[key] = value
-        origin[key] = (base_display, base)
-    for key, value in over.items():
-        if key == "part":
-            continue
-        if key in merged and hasattr(merged[key], "items") and hasattr(value, "items"):
-            merged[key] = _merged(merged[key], value, base_display, over_display)
-        else:
-            merged[key] = value
-        origin[key] = (over_display, over)
-    merged.origin = origin
-    return merged
-
-
-def _fill_in_place(node: Any, values: Mapping[str, str]) -> None:
-    """Every string value under `node` with its {project}/{served_name} filled, in place
-    (the containers keep their line marks)."""
-    items = node.items() if hasattr(node, "items") else enumerate(node) if isinstance(node, list) else ()
-    for key, value in list(items):
-        if isinstance(value, str):
-            node[key] = type(value)(fill(value, values)) if type(value) is not str else fill(value, values)
-        else:
-            _fill_in_place(value, values)
-
-
-def _images(r: _Reader, doc: Any) -> dict[str, str]:
+def _images(r: Reader, doc: Any) -> dict[str, str]:
     images: dict[str, str] = {}
     for name, ref in (r.mapping(doc, "images") or {}).items():
         if not isinstance(ref, str) or not _DIGEST.search(ref):
@@ -455,7 +285,7 @@ def _images(r: _Reader, doc: Any) -> dict[str, str]:
     return images
 
 
-def _engine(r: _Reader, doc: Any) -> EngineSkeleton:
+def _engine(r: Reader, doc: Any) -> EngineSkeleton:
     engine_map = r.mapping(doc, "engine") or {}
     r.known(engine_map, ENGINE_KEYS, "engine")
     variant_map = r.mapping(engine_map, "variant") or {}
@@ -500,7 +330,7 @@ def _engine(r: _Reader, doc: Any) -> EngineSkeleton:
     return engine
 
 
-def _argv(r: _Reader, engine_map: Any) -> tuple[ArgvItem, ...]:
+def _argv(r: Reader, engine_map: Any) -> tuple[ArgvItem, ...]:
     raw = engine_map.get("argv")
     if not isinstance(raw, list) or not raw:
         r.fail(r.at(engine_map), "engine.argv must be a non-empty list")
@@ -526,7 +356,7 @@ def _argv(r: _Reader, engine_map: Any) -> tuple[ArgvItem, ...]:
             # A string is split on spaces; a list is its words as written, so a value
             # may hold spaces (`[--override-generation-config, '{"temperature": 0.6}']`).
             words = tuple(item.split()) if isinstance(item, str) else tuple(str(word) for word in item)
-            for name in (name for word in words for name in _placeholders(word)):
+            for name in (name for word in words for name in placeholders(word)):
                 if name not in ARGV_PLACEHOLDERS:
                     known = ", ".join(sorted(ARGV_PLACEHOLDERS))
                     r.fail(where, f"unknown placeholder {{{name}}} in argv item '{item}' (known: {known})")
@@ -545,7 +375,7 @@ _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
-def _switch_item(r: _Reader, where: Mark, item: Any) -> ArgvItem | None:
+def _switch_item(r: Reader, where: Mark, item: Any) -> ArgvItem | None:
     """`{when_set: VAR, argv: "--flag value"}`: flags the engine gets only when VAR is set."""
     var, words = item.get("when_set"), item.get("argv")
     if set(item) != {"when_set", "argv"} or not isinstance(var, str) or not _VAR.match(var):
@@ -567,7 +397,7 @@ def _switch_item(r: _Reader, where: Mark, item: Any) -> ArgvItem | None:
     return ArgvItem(tokens=tokens, slot=None, where=where, switch=var)
 
 
-def _replicas(r: _Reader, doc: Any, images: Mapping[str, str], engine: EngineSkeleton) -> dict[str, Replica]:
+def _replicas(r: Reader, doc: Any, images: Mapping[str, str], engine: EngineSkeleton) -> dict[str, Replica]:
     replicas: dict[str, Replica] = {}
     for name, spec in (r.mapping(doc, "replicas") or {}).items():
         if not hasattr(spec, "items"):
@@ -607,164 +437,5 @@ def _replicas(r: _Reader, doc: Any, images: Mapping[str, str], engine: EngineSke
     return replicas
 
 
-def load_targets(source: Source, path: Path, *, display: str | None = None) -> list[Target]:
-    shown = display or _display(path)
-    doc = load_roundtrip(path, display=shown)
-    if not hasattr(doc, "items") or not doc:
-        raise InputError("the targets file must be a non-empty YAML mapping", where=f"{shown}:1:1")
-    r = _Reader(shown)
-    targets: list[Target] = []
-    for name, spec in doc.items():
-        where = r.at(doc, name)
-        if not isinstance(name, str) or not _STEM.match(name):
-            r.fail(where, f"target name {name!r} is not a valid file stem")
-            continue
-        if not hasattr(spec, "items"):
-            r.fail(where, f"target '{name}' must be a mapping")
-            continue
-        r.known(spec, TARGET_KEYS, f"target '{name}'")
-        tier = r.scalar(spec, "tier", str)
-        if tier is not None and tier not in TIERS:
-            r.fail(
-                r.at(spec, "tier"), f"target '{name}': tier must be one of {', '.join(TIERS)}, not '{tier}'"
-            )
-        if "host_variables" in spec:
-            r.strings(spec, "host_variables")
-        registrar_env = r.mapping(spec, "registrar_environment", required=False) or {}
-        replicas_map = r.mapping(spec, "replicas") or {}
-        replicas: dict[str, tuple[FeatureUse, ...]] = {}
-        for replica, features in replicas_map.items():
-            rwhere = r.at(replicas_map, replica)
-            if replica not in source.replicas:
-                r.fail(
-                    rwhere,
-                    f"target '{name}': unknown replica '{replica}' (the source declares {', '.join(source.replicas)})",
-                )
-                continue
-            if not isinstance(features, list):
-                r.fail(rwhere, f"target '{name}', replica {replica}: features must be a list")
-                continue
-            replicas[str(replica)] = tuple(
-                _feature_uses(r, name, str(replica), features, source, engine_name(source, str(replica)))
-            )
-        targets.append(
-            Target(
-                name=name,
-                tier=tier or "",
-                hosts=tuple(str(h) for h in spec.get("hosts") or ()),
-                profile=r.scalar(spec, "profile", str, required=False),
-                discovery_port=r.scalar(spec, "discovery_port", int, required=False),
-                registrar_environment={str(k): str(v) for k, v in registrar_env.items()},
-                replicas=replicas,
-                where=where,
-            )
-        )
-    if r.problems:
-        raise GenerationRefused(r.problems)
-    return targets
-
-
 def engine_name(source: Source, replica: str) -> str:
     return source.engine.name_template.replace("{replica}", replica)
-
-
-def _feature_uses(
-    r: _Reader, target: str, replica: str, items: list[Any], source: Source, service: str
-) -> Iterator[FeatureUse]:
-    seen: dict[str, Mark] = {}
-    for index, item in enumerate(items):
-        where = r.at(items, index)
-        if isinstance(item, str):
-            name, raw = item, None
-        elif hasattr(item, "items") and len(item) == 1:
-            name, raw = next(iter(item.items()))
-        else:
-            r.fail(
-                where,
-                f"refused: {service} ({target}): a feature is written `name` or `name: value`, not {item!r}",
-            )
-            continue
-        feature = FEATURES.get(str(name))
-        if feature is None:
-            r.fail(
-                where,
-                f"refused: unknown feature '{name}' for {service} ({target}); known features: {', '.join(FEATURES)}",
-            )
-            continue
-        if feature.name in seen:
-            r.fail(
-                where,
-                f"refused: feature '{feature.name}' listed twice for {service} ({target}), first at line {seen[feature.name].line}; list each feature once",
-            )
-            continue
-        seen[feature.name] = where
-        args = _feature_args(r, where, feature, raw, service, target)
-        if args is not None:
-            yield FeatureUse(feature=feature, args=args, where=where)
-
-
-def _feature_args(
-    r: _Reader, where: Mark, feature: Feature, raw: Any, service: str, target: str
-) -> FeatureArgs | None:
-    context = f"feature '{feature.name}' of {service} ({target})"
-    if feature.value_type is not None:
-        if not isinstance(raw, int) or isinstance(raw, bool) or raw <= 0:
-            r.fail(where, f"refused: {context} needs a positive integer, written `{feature.name}: N`")
-            return None
-        return FeatureArgs(value=raw)
-    if raw is None:
-        return FeatureArgs()
-    if feature.options and hasattr(raw, "items"):
-        unknown = [str(k) for k in raw if k not in feature.options]
-        if unknown:
-            r.fail(
-                where,
-                f"refused: {context}: unknown option(s) {', '.join(unknown)} (known: {', '.join(feature.options)})",
-            )
-            return None
-        return FeatureArgs(options={str(k): str(v) for k, v in raw.items()})
-    r.fail(where, f"refused: {context} takes no value")
-    return None
-
-
-@dataclass(frozen=True)
-class Stack:
-    """One stack's data: the source every file of it shares and the targets (its files)."""
-
-    name: str
-    source: Path
-    targets: Path
-
-
-def discover(directory: Path) -> list[Stack]:
-    """Every stack in `directory`: each `<name>.source.yaml` beside its `<name>.targets.yaml`."""
-    if not directory.is_dir():
-        raise UsageError(f"no stack directory {_display(directory)}/; pass --stacks-dir")
-    stacks: list[Stack] = []
-    for source in sorted(directory.glob(f"*{SOURCE_SUFFIX}")):
-        name = source.name.removesuffix(SOURCE_SUFFIX)
-        targets = directory / f"{name}{TARGETS_SUFFIX}"
-        if not targets.is_file():
-            raise InputError(
-                f"stack '{name}' has a source but no {targets.name}; add one (the files it renders) or remove the source",
-                where=f"{_display(source)}:1:1",
-            )
-        stacks.append(Stack(name, source, targets))
-    for targets in sorted(directory.glob(f"*{TARGETS_SUFFIX}")):
-        name = targets.name.removesuffix(TARGETS_SUFFIX)
-        if not (directory / f"{name}{SOURCE_SUFFIX}").is_file():
-            raise InputError(
-                f"stack '{name}' has targets but no {name}{SOURCE_SUFFIX}; add its source or remove the targets",
-                where=f"{_display(targets)}:1:1",
-            )
-    if not stacks:
-        raise UsageError(f"no stacks in {_display(directory)}/: no *{SOURCE_SUFFIX} there")
-    return stacks
-
-
-def _display(path: Path) -> str:
-    """Paths relative to the fleet's root in messages, as a user would type them."""
-    try:
-        return str(path.resolve().relative_to(layout.fleet_root()))
-    except ValueError:
-        return str(path)

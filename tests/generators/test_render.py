@@ -10,7 +10,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from generators.render import render_all
-from generators.source import load_source, load_targets
+from generators.source import load_source
+from generators.targets import load_targets
 from tests.conftest import PROD, SOURCE, TARGETS
 
 ENGINES = ("model-sg-glm53-w4afp8-tp4-r1", "model-sg-glm53-w4afp8-tp4-r2")

@@ -13,7 +13,8 @@ from ruamel.yaml import YAML
 from generators.cli import main
 from generators.cli import main as generate
 from generators.render import render_all
-from generators.source import load_source, load_targets
+from generators.source import load_source
+from generators.targets import load_targets
 from tests.conftest import FLEET
 from tests.validators.conftest import run_cli
 from validators.contract import load_contract
