@@ -16,6 +16,7 @@ finding (rule id, line:col, the message with its subject) that check reports. He
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,10 +75,14 @@ def test_the_guarded_families_are_the_ones_this_suite_knows() -> None:
 def test_every_function_yielding_findings_is_a_registered_check_or_a_helper(family: str) -> None:
     module = RULES[family]
     assert module.__file__ is not None
-    tree = ast.parse((ROOT / "validators" / f"{module.__name__.rsplit('.', 1)[-1]}.py").read_text("utf-8"))
+    # A rule is a module, or a package whose parts hold its checks.
+    name = module.__name__.rsplit(".", 1)[-1]
+    package = ROOT / "validators" / name
+    files = sorted(package.glob("*.py")) if package.is_dir() else [ROOT / "validators" / f"{name}.py"]
     yielding = {
         node.name
-        for node in tree.body
+        for path in files
+        for node in ast.parse(path.read_text("utf-8")).body
         if isinstance(node, ast.FunctionDef)
         and node.returns is not None
         and (
@@ -102,7 +107,11 @@ def test_silencing_the_check_loses_its_finding(
     guard: Guard, ctx: Context, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     family, attr = CHECKS[guard.check]
-    monkeypatch.setattr(RULES[family], attr, _silent)
+    module = RULES[family]
+    # In a rule package, silence the check in every part that calls it by name.
+    for name, part in list(sys.modules.items()):
+        if (name == module.__name__ or name.startswith(module.__name__ + ".")) and hasattr(part, attr):
+            monkeypatch.setattr(part, attr, _silent)
     assert _expected(guard) not in _findings(guard, ctx)
 
 
