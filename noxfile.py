@@ -6,9 +6,10 @@ and with bytecode compiled at install. With reused environments (`nox -r`) an in
 is skipped while the group's lock is unchanged (a stamp file in the venv records its
 hash); `nox -R` skips installs altogether.
 
-Before a session runs the project's own code, the noxfile brings the checked-hash
-`.pyc` files of the project's packages up to date (`ci/bytecode.py`): Python reads
-them even under PYTHONDONTWRITEBYTECODE=1, and verifies each against its source.
+Before a session runs the project's own code (the tests' session aside: it lets Python
+write bytecode itself), the noxfile brings the checked-hash `.pyc` files of the
+project's packages up to date (`ci/bytecode.py`): Python reads them even under
+PYTHONDONTWRITEBYTECODE=1, and verifies each against its source.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ LOCKS = ROOT / "ci" / "lock"
 LOCK_PYTHON = "3.11"
 
 sys.path.insert(0, str(ROOT))
-from ci import bytecode, lint_scope, tmpdirs  # noqa: E402  (stdlib only: safe in nox's own interpreter)
+from ci import bytecode, lint_scope  # noqa: E402  (stdlib only: safe in nox's own interpreter)
 
 _compiled = False
 
@@ -333,21 +334,13 @@ def tests(session: nox.Session) -> None:
     `nox -s tests check` gives one record with both. A subset leaves no tests result.
     """
     install(session, "test")
-    compile_project(session)
     args = session.posargs or ["-n", "auto", "--dist", "worksteal"]
     # pytest keeps each test module with its asserts rewritten in `__pycache__/` (its
     # own cache, keyed by the source's mtime and size) and writes it only when Python
     # may write bytecode. Under PYTHONDONTWRITEBYTECODE=1 every worker rewrote all 50
     # test modules on every run: about 2.5 s of CPU per worker. The test run allows
-    # writing (into gitignored `__pycache__/` only); the project's modules keep the
-    # checked-hash pycs compile_project just wrote, which Python reads, not rewrites.
+    # writing (into gitignored `__pycache__/` only), so it needs no compile_project.
     env: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None}
-    # The tests' repositories and renders on a RAM filesystem when a usable one exists
-    # (ci/tmpdirs.py: never over your own TMPDIR); their atomic writes fsync every file.
-    ram = tmpdirs.ram_tmpdir(os.environ)
-    if ram is not None:
-        session.log(f"temporary files in {ram} (a tmpfs; set TMPDIR to choose another place)")
-        env["TMPDIR"] = str(ram)
     if session.posargs:
         # A chosen subset is no verdict on the suite: it leaves no tests result, and an
         # earlier one is removed so the record never shows it for this run.

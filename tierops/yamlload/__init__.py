@@ -136,9 +136,7 @@ def _load_bytes(raw: bytes, path: str) -> Loaded:
         # (YAML 1.2) may accept it. Their verdict is the one that counts.
         parser = "pure"
         composer = Composer(text, max_depth=MAX_DEPTH, max_nodes=MAX_NODES)
-        from ruamel.yaml import events
-
-        composer.feed(functools.partial(next, _pure_events(text), None), events)
+        composer.feed(functools.partial(next, _pure_events(text), None))
     if not composer.documents:
         raise LoadError(START, "empty compose file; expected a mapping (services: ...)")
     return Loaded(
@@ -166,7 +164,7 @@ def _libyaml_compose(text: str) -> Composer:
     try:
         # One C call an event (yaml.parse adds a check_event each), and no generator
         # between the parser and the composer (its resumes cost a fifth of the loader).
-        composer.feed(loader.get_event, yaml.events)
+        composer.feed(loader.get_event)
     except yaml.YAMLError:
         raise _Refused from None
     finally:

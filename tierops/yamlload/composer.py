@@ -57,139 +57,18 @@ class Composer:
         self.stack: list[_Frame] = []
         self.root: list[tuple[Any, Pos]] = []
 
-    def feed(self, next_event: Callable[[], Any], events: Any) -> None:  # noqa: PLR0912, PLR0915 (the scalar steps inline)
+    def feed(self, next_event: Callable[[], Any]) -> None:
         """Compose the events `next_event` returns, until it returns None.
 
-        `events` is the parser's module of event classes (PyYAML's or ruamel.yaml's: the
-        same names and fields). Most events are a scalar key, value or item of an
-        ordinary collection: their steps run inline, on the current collection's state
-        kept in local variables (the loader's Python steps cost more than
-        libyaml's parsing). Everything else (collections, aliases, anchors, merge and
-        duplicate keys, empty values, the document root, the node budget's last node)
-        writes that state back and takes the general path.
+        The events are PyYAML's or ruamel.yaml's: the same class names and fields.
         """
-        scalar_event = events.ScalarEvent
-        map_start, seq_start = events.MappingStartEvent, events.SequenceStartEvent
-        map_end, seq_end = events.MappingEndEvent, events.SequenceEndEvent
-        stack = self.stack
-        make_pos = new_pos
-        no_key = _NO_KEY
-        budget = self.max_nodes
-        max_depth = self.max_depth
-        nodes = self.nodes
-        frame: _Frame | None = None
-        # The state of `frame` (stack[-1]) while scalars take the inline steps.
-        inline = False
-        is_map = False
-        key: Any = no_key
-        key_pos = START
-        mapping: YMap = YMap(START)
-        key_positions, value_positions, value_spans = mapping.key_pos, mapping.value_pos, mapping.value_span
-        items = YList(START)
-        append, item_pos_append, item_span_append = (
-            items.append,
-            items.item_pos.append,
-            items.item_span.append,
-        )
         while (event := next_event()) is not None:
-            cls = type(event)
-            if cls is scalar_event:
+            kind = type(event).__name__
+            if kind == "ScalarEvent":
                 style = event.style
-                value = event.value if style else resolve_scalar(event)
-                if (
-                    inline
-                    and nodes < budget
-                    and not event.anchor
-                    and (style or value is not None or event.value)
-                ):
-                    start = event.start_mark
-                    pos = make_pos((start.line + 1, start.column + 1))
-                    if not is_map:
-                        nodes += 1
-                        append(value)
-                        item_pos_append(pos)
-                        item_span_append((start.index, event.end_mark.index))
-                        continue
-                    if key is not no_key:
-                        nodes += 1
-                        mapping[key] = value
-                        key_positions[key] = key_pos
-                        value_positions[key] = pos
-                        value_spans[key] = (start.index, event.end_mark.index)
-                        key = no_key
-                        continue
-                    name = value if type(value) is str else key_text(value)
-                    if name != _MERGE and name not in key_positions:
-                        nodes += 1
-                        key, key_pos = name, pos
-                        continue
-                # The general path, on the state written back.
-                self.nodes = nodes
-                if frame is not None:
-                    frame.key, frame.key_pos = key, key_pos
-                self._scalar(event, value, style)
-                nodes = self.nodes
-            elif (cls is map_start or cls is seq_start) and not event.anchor and len(stack) < max_depth:
-                # A collection opens (`_other`'s steps for one without an anchor).
-                if frame is not None:
-                    frame.key, frame.key_pos = key, key_pos
-                start = event.start_mark
-                pos = make_pos((start.line + 1, start.column + 1))
-                stack.append(_Frame(YMap(pos) if cls is map_start else YList(pos), None, nodes))
-            elif (
-                (cls is map_end or cls is seq_end)
-                and frame is not None
-                and not frame.anchor
-                and not frame.merge_sources
-                and nodes < budget
-                and len(stack) > 1
-                and not (parent := stack[-2]).merging
-                and (not parent.is_map or parent.key is not no_key)
-            ):
-                # A collection closes as the value or item of an ordinary one (`_attach`'s
-                # steps for it).
-                stack.pop()
-                nodes += 1
-                closed = frame.value
-                if parent.is_map:
-                    outer: YMap = parent.value  # type: ignore[assignment]
-                    name = parent.key
-                    outer[name] = closed
-                    outer.key_pos[name] = parent.key_pos
-                    outer.value_pos[name] = closed.pos
-                    parent.key = no_key
-                else:
-                    outer_items: YList = parent.value  # type: ignore[assignment]
-                    outer_items.append(closed)
-                    outer_items.item_pos.append(closed.pos)
-                    outer_items.item_span.append(None)
+                self._scalar(event, event.value if style else resolve_scalar(event), style)
             else:
-                # The general path, on the state written back.
-                self.nodes = nodes
-                if frame is not None:
-                    frame.key, frame.key_pos = key, key_pos
-                self._other(event, cls.__name__)
-                nodes = self.nodes
-            if not stack:
-                frame, inline = None, False
-                continue
-            frame = stack[-1]
-            inline = not frame.merging
-            is_map, key, key_pos = frame.is_map, frame.key, frame.key_pos
-            if is_map:
-                mapping = frame.value  # type: ignore[assignment]
-                key_positions, value_positions = mapping.key_pos, mapping.value_pos
-                value_spans = mapping.value_span
-            else:
-                items = frame.value  # type: ignore[assignment]
-                append, item_pos_append, item_span_append = (
-                    items.append,
-                    items.item_pos.append,
-                    items.item_span.append,
-                )
-        self.nodes = nodes
-        if frame is not None:
-            frame.key, frame.key_pos = key, key_pos
+                self._other(event, kind)
 
     def _scalar(self, event: Any, value: Any, style: str | None) -> None:
         if event.anchor:
