@@ -105,7 +105,8 @@ def reserves_gpus(service: Mapping[str, Any]) -> bool:
     for device in devices:
         if not isinstance(device, Mapping):
             continue
-        capabilities = [str(item) for item in device.get("capabilities") or ()]
+        listed = device.get("capabilities")
+        capabilities = [str(item) for item in listed] if isinstance(listed, list) else []
         if "gpu" in capabilities or str(device.get("driver") or "") == "nvidia":
             return True
     return False

@@ -139,7 +139,9 @@ def _downloader(graph: Graph) -> Service | None:
 def check_storage(graph: Graph) -> Iterator[Finding]:
     compose, storage, engines = graph.compose, graph.wiring.storage, graph.engines
     downloader = _downloader(graph)
-    named = compose.project.sections.get("volumes") or {}
+    named = compose.project.sections.get("volumes")
+    if not isinstance(named, Mapping):
+        named = {}  # a `volumes:` that is not a mapping: compose-hygiene says so
     if downloader is not None and graph.claimed:  # the token env is the stack's policy
         yield from _token(compose, downloader, storage)
     download = _download(compose, downloader, storage) if downloader is not None else None
