@@ -92,6 +92,6 @@ def _fill_in_place(node: Any, values: Mapping[str, str]) -> None:
     items = node.items() if hasattr(node, "items") else enumerate(node) if isinstance(node, list) else ()
     for key, value in list(items):
         if isinstance(value, str):
-            node[key] = type(value)(fill(value, values)) if type(value) is not str else fill(value, values)
+            node[key] = type(value)(fill(value, values))  # keeps ruamel's scalar style type
         else:
             _fill_in_place(value, values)

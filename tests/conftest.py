@@ -40,3 +40,10 @@ def source_copy(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copy(SOURCE, source)
     shutil.copy(TARGETS, targets)
     return source, targets
+
+
+def replace_once(path: Path, old: str, new: str) -> None:
+    """Edit a copied data file in place: `old` must be there, its first occurrence goes."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")

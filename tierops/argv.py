@@ -13,6 +13,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tierops.shellwords import ShellError
+from tierops.shellwords import split as split_words
+
 # Spellings of one flag, per engine program. SGLang's `--tp` is only an argparse prefix
 # abbreviation of `--tp-size`, but hand-written files use it, so it is an alias too.
 ALIASES: dict[str, dict[str, str]] = {
@@ -115,6 +118,19 @@ def switch_of(word: str) -> tuple[str, str] | None:
         if depth < 0:
             return None  # the reference closed before the word's end: not one switch
     return (match.group("name"), match.group("text")) if depth == 0 else None
+
+
+def switched_words(word: str) -> tuple[str, list[str]] | None:
+    """(VAR, the words Compose splits `text` into) for a `${VAR:+text}` word; None for
+    any other word, or a text Compose could not split."""
+    switch = switch_of(word)
+    if switch is None:
+        return None
+    try:
+        words = split_words(switch[1]).words
+    except ShellError:
+        return None
+    return (switch[0], words) if words else None
 
 
 def split_argv(words: Sequence[str], aliases: Mapping[str, str] | None = None) -> Argv:

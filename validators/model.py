@@ -21,9 +21,7 @@ from functools import cached_property
 from typing import Any
 
 from tierops import canonical
-from tierops.argv import Argv, aliases_for, engine_program, split_argv, switch_of
-from tierops.shellwords import ShellError
-from tierops.shellwords import split as split_words
+from tierops.argv import Argv, aliases_for, engine_program, split_argv, switched_words
 from tierops.yamlload import Pos, YMap
 from validators.loader import Document
 
@@ -106,10 +104,9 @@ class Service:
         VAR is set, each at the switch's place: the engine's parser sees those flags."""
         expanded: list[Token] = []
         for token in self.tokens or []:
-            switch = switch_of(token.text)
-            words = _inner_words(switch[1]) if switch is not None else None
-            if switch is not None and words:
-                expanded.extend(Token(word, token.pos, switch[0]) for word in words)
+            switched = switched_words(token.text)
+            if switched is not None:
+                expanded.extend(Token(word, token.pos, switched[0]) for word in switched[1])
             else:
                 expanded.append(token)
         return expanded
@@ -269,11 +266,3 @@ def engine_image_prefix(image: str) -> str | None:
     """The `engine_image` label of an image: the first 12 hex of its digest."""
     match = _DIGEST.search(image)
     return match.group("hex")[:12] if match else None
-
-
-def _inner_words(text: str) -> list[str] | None:
-    """The words of a switch's text, split as Compose splits it after interpolation."""
-    try:
-        return split_words(text).words
-    except ShellError:
-        return None

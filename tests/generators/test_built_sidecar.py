@@ -10,15 +10,10 @@ import pytest
 from ruamel.yaml import YAML
 
 from generators.cli import main
+from tests.conftest import replace_once
 from tests.validators.conftest import run_cli
 
 REGISTRAR = "  model-proxy-registrar:\n    role: registrar\n    image: curl\n"
-
-
-def _replace(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
 
 
 def _generate(source: Path, targets: Path, prod: Path) -> int:
@@ -29,7 +24,7 @@ def test_a_built_sidecar_with_its_reason_is_rendered_and_passes_hygiene(
     source_copy: tuple[Path, Path], prod_copy: Path
 ) -> None:
     source, targets = source_copy
-    _replace(
+    replace_once(
         source,
         REGISTRAR,
         "  model-proxy-registrar:\n    role: registrar\n    image: local/registrar:dev\n"
@@ -71,7 +66,7 @@ def test_a_build_without_its_reason_or_its_tag_is_refused_at_its_line(
     message: str,
 ) -> None:
     source, targets = source_copy
-    _replace(source, REGISTRAR, replacement)
+    replace_once(source, REGISTRAR, replacement)
     before = {p.name: p.read_bytes() for p in prod_copy.iterdir()}
     assert _generate(source, targets, prod_copy) == 2
     err = capsys.readouterr().err

@@ -10,16 +10,10 @@ import pytest
 import yaml
 
 from generators.cli import main as generate
-from tests.conftest import FLEET
+from tests.conftest import FLEET, replace_once
 
 STACKS = Path(__file__).resolve().parents[1] / "fixtures" / "stacks"
 FILE = "GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml"
-
-
-def _replace(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
 
 
 def _line(path: Path, text: str) -> int:
@@ -44,12 +38,12 @@ def test_a_stack_built_from_parts_renders_the_same_bytes(fleet: Path) -> None:
 
 def test_keys_beside_part_change_that_stack_only_and_keep_their_place(fleet: Path) -> None:
     source = fleet / "generators" / "glm53.source.yaml"
-    _replace(
+    replace_once(
         source,
         "  proxy-glm53: {part: proxy}",
         "  proxy-glm53:\n    part: proxy\n    environment: {LOAD_BALANCING: round_robin, EXTRA: x}",
     )
-    _replace(source, "  nginx: {part: front-door}", "  nginx: {part: front-door, restart: always}")
+    replace_once(source, "  nginx: {part: front-door}", "  nginx: {part: front-door, restart: always}")
     before: dict[str, Any] = yaml.safe_load((fleet / "prod" / FILE).read_bytes())["services"]
     assert generate(["--write"]) == 0
     after: dict[str, Any] = yaml.safe_load((fleet / "prod" / FILE).read_bytes())["services"]
@@ -107,7 +101,7 @@ def test_a_mistake_is_refused_at_the_line_of_the_file_that_holds_it(
     fleet: Path, capsys: pytest.CaptureFixture[str], where: str, old: str, new: str, anchor: str, message: str
 ) -> None:
     path = fleet / "generators" / ("glm53.source.yaml" if where == "source" else "parts.yaml")
-    _replace(path, old, new)
+    replace_once(path, old, new)
     before = {p.name: p.read_bytes() for p in (fleet / "prod").iterdir()}
     assert generate(["--write"]) == 2
     err = capsys.readouterr().err

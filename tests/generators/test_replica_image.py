@@ -15,23 +15,17 @@ from generators.cli import main as generate
 from generators.render import render_all
 from generators.source import load_source
 from generators.targets import load_targets
-from tests.conftest import FLEET
+from tests.conftest import FLEET, replace_once
 from tests.validators.conftest import run_cli
 from validators.contract import load_contract
 
 NEXT = "docker.io/nearaidev/sglang@sha256:" + "ab" * 32
 
 
-def _replace(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
-
-
 def _with_next_image(source: Path, replica_keys: str) -> None:
     """Add an `engine_next` image and give r2 the replica keys `replica_keys`."""
-    _replace(source, "images:\n", f"images:\n  engine_next: {NEXT}\n")
-    _replace(source, '    instance: "2"\n', f'    instance: "2"\n{replica_keys}')
+    replace_once(source, "images:\n", f"images:\n  engine_next: {NEXT}\n")
+    replace_once(source, '    instance: "2"\n', f'    instance: "2"\n{replica_keys}')
 
 
 def _render(source: Path, targets: Path) -> dict[str, Any]:
@@ -122,8 +116,8 @@ def test_the_contract_declares_the_replica_build_and_then_the_file_passes(fleet:
     errors = _errors(run_cli("--format", "json", "--rule", "prod-config"))
     assert any("model-sg-glm53-w4afp8-tp4-r2 image is not the tier's engine build" in m for _, m in errors)
     assert any("config_variant" in m and "next01-" in m for _, m in errors)
-    _replace(contract, "images:\n", f"images:\n  engine_next: {NEXT}\n")
-    _replace(
+    replace_once(contract, "images:\n", f"images:\n  engine_next: {NEXT}\n")
+    replace_once(
         contract,
         '      rendezvous: "127.0.0.1:29511"\n',
         '      rendezvous: "127.0.0.1:29511"\n      image: engine_next\n      build: next01\n',
@@ -131,7 +125,7 @@ def test_the_contract_declares_the_replica_build_and_then_the_file_passes(fleet:
     variant = next(
         line for line in contract.read_text().splitlines() if line.startswith("  variant: fc91d24-")
     )
-    _replace(
+    replace_once(
         contract,
         variant,
         f"  build: fc91d24\n  variant: '{{build}}{variant.removeprefix('  variant: fc91d24')}'",
@@ -142,7 +136,7 @@ def test_the_contract_declares_the_replica_build_and_then_the_file_passes(fleet:
     assert (
         "tp4-r2 sets SGLANG_DSA_INDEXER_QSPLIT=1 on an image not known to carry the split patch" in error[1]
     )
-    _replace(contract, "qsplit_images:\n", f"qsplit_images:\n  - {NEXT}\n")
+    replace_once(contract, "qsplit_images:\n", f"qsplit_images:\n  - {NEXT}\n")
     load_contract.cache_clear()
     assert _errors(run_cli("--format", "json", "--rule", "prod-config")) == []
     assert _errors(run_cli("--format", "json")) == []

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from generators.cli import main as generate
-from tests.conftest import FLEET
+from tests.conftest import FLEET, replace_once
 from tests.validators.conftest import run_cli
 from tierops.shellwords import split
 from validators.contract import load_contract
@@ -19,18 +19,12 @@ SWITCH = '    - {when_set: LOG_REQUESTS, argv: "--log-requests --log-requests-le
 FILE = "GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml"
 
 
-def _replace(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
-
-
 @pytest.fixture
 def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "fleet"
     shutil.copytree(FLEET, root)
     monkeypatch.setenv("TIEROPS_FLEET", str(root))
-    _replace(
+    replace_once(
         root / "generators" / "glm53.source.yaml",
         "    - --enable-cache-report\n",
         "    - --enable-cache-report\n" + SWITCH,
@@ -70,7 +64,7 @@ def test_the_contract_says_which_flags_wait_for_which_variable(fleet: Path) -> N
     errors = _errors("--rule", "prod-config")
     assert any("argv has --log-requests, which is not in the contract" in m for m in errors)
     # Declared as always there: the file passes it only when the host sets the variable.
-    _replace(
+    replace_once(
         contract,
         "    - --enable-cache-report\n",
         "    - --enable-cache-report\n    - --log-requests\n    - --log-requests-level 2\n",
@@ -80,7 +74,7 @@ def test_the_contract_says_which_flags_wait_for_which_variable(fleet: Path) -> N
         "argv has --log-requests only when LOG_REQUESTS is set; the contract has it always" in m
         for m in errors
     )
-    _replace(
+    replace_once(
         contract,
         "    - --log-requests\n    - --log-requests-level 2\n",
         '    - ["${LOG_REQUESTS:+--log-requests --log-requests-level 2}"]\n',
@@ -116,7 +110,7 @@ def test_a_malformed_switch_is_refused_at_its_line(
     message: str,
 ) -> None:
     source, targets = source_copy
-    _replace(source, "    - --enable-cache-report\n", "    - --enable-cache-report\n" + item)
+    replace_once(source, "    - --enable-cache-report\n", "    - --enable-cache-report\n" + item)
     code = generate(
         ["--write", "--source", str(source), "--targets-file", str(targets), "--prod-dir", str(prod_copy)]
     )

@@ -5,9 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator, Sequence
 
-from tierops.argv import split_argv, switch_of
-from tierops.shellwords import ShellError
-from tierops.shellwords import split as split_words
+from tierops.argv import split_argv, switched_words
 from validators.contract import Contract, FileContract, Replica
 from validators.findings import Finding, Pos, error, flag_cause
 from validators.model import Flag, Service
@@ -20,17 +18,13 @@ def _unswitched(items: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], di
     flags: list[tuple[str, ...]] = []
     switched: dict[str, str] = {}
     for item in items:
-        switch = switch_of(item[0]) if len(item) == 1 else None
-        try:
-            words = split_words(switch[1]).words if switch is not None else None
-        except ShellError:
-            words = None  # compared as written: the file cannot match it either
-        if switch is None or words is None:
-            flags.append(item)
+        found = switched_words(item[0]) if len(item) == 1 else None
+        if found is None:
+            flags.append(item)  # a text Compose cannot split is compared as written
             continue
-        for option in split_argv(words).options:
+        for option in split_argv(found[1]).options:
             flags.append((option.flag,) if option.value is None else (option.flag, option.value))
-            switched[option.flag] = switch[0]
+            switched[option.flag] = found[0]
     return flags, switched
 
 
