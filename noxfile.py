@@ -314,7 +314,7 @@ def ci_report(session: nox.Session) -> None:
 
 @nox.session(allow_parallel=True)
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on the packages."""
+    """mypy --strict on the packages, their tests and this noxfile ([tool.mypy] files)."""
     no_posargs(session)
     install(session, "typecheck")
     stage(session, "typecheck")

@@ -13,6 +13,7 @@ from ci.comment import GitHub, GitHubError, load_artifact, upsert
 from ci.matrix_markdown import COMMENT_LIMIT, MARKER, size
 from tests.ci.fake_github import BOT, TOKEN, fake_github
 from tests.ci.matrix_records import COMMIT, diff_markdown, passing_record, plan_markdown, sample_record
+from tierops.errors import InputError
 
 REPO = "tierops/tierops"
 RUN_URL = "https://github.com/tierops/tierops/actions/runs/42"
@@ -180,13 +181,13 @@ def test_an_artifact_that_fails_the_schema_is_refused_before_any_request(
 def test_a_malformed_artifact_file_is_an_input_error(tmp_path: Path, name: str, content: bytes) -> None:
     write_artifact(tmp_path)
     (tmp_path / name).write_bytes(content)
-    with pytest.raises(comment.InputError):
+    with pytest.raises(InputError):
         load_artifact(tmp_path)
 
 
 def test_an_oversized_diff_is_refused(tmp_path: Path) -> None:
     write_artifact(tmp_path, diff="x" * ((1 << 20) + 1))
-    with pytest.raises(comment.InputError, match="larger than"):
+    with pytest.raises(InputError, match="larger than"):
         load_artifact(tmp_path)
 
 
@@ -196,7 +197,7 @@ def test_a_symlink_in_the_artifact_is_refused(tmp_path: Path) -> None:
     artifact = write_artifact(tmp_path / "a")
     (artifact / "check" / "diff.md").unlink()
     (artifact / "check" / "diff.md").symlink_to(secret)
-    with pytest.raises(comment.InputError, match="not a regular file"):
+    with pytest.raises(InputError, match="not a regular file"):
         load_artifact(artifact)
 
 

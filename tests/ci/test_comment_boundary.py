@@ -22,6 +22,7 @@ from ci.comment import load_artifact
 from ci.matrix_markdown import COMMENT_LIMIT, MARKER, size
 from tests.ci.matrix_records import plan_markdown, sample_record
 from tests.ci.test_comment import RUN_URL, write_artifact
+from tierops.errors import InputError
 from tierops.markdown_inert import inert
 
 # GitHub links `@name` when no ASCII letter, digit or `_` comes before the `@`.
@@ -58,7 +59,8 @@ class Nesting(HTMLParser):
 
 
 def html_of(markdown: str) -> str:
-    return MarkdownIt("commonmark").enable("table").render(markdown)
+    html: str = MarkdownIt("commonmark").enable("table").render(markdown)  # typed as Any
+    return html
 
 
 def nesting(markdown: str) -> Nesting:
@@ -203,5 +205,5 @@ def test_the_record_is_parsed_strictly(tmp_path: Path, edit: Any, why: str) -> N
     edited = edit(text)
     assert edited != text
     (tmp_path / "check-matrix.json").write_text(edited, encoding="utf-8")
-    with pytest.raises(comment.InputError, match=why):
+    with pytest.raises(InputError, match=why):
         load_artifact(tmp_path)

@@ -216,7 +216,8 @@ def test_cut_ends_on_a_line_and_closes_what_it_opened() -> None:
 
 
 def _stage_cell(record: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(stage for stage in record["stages"] if stage["name"] == name)["repository"]
+    cell: dict[str, Any] = next(stage for stage in record["stages"] if stage["name"] == name)["repository"]
+    return cell
 
 
 def test_many_rule_ids_in_one_cell_show_the_largest_four_and_a_rest() -> None:

@@ -78,7 +78,8 @@ def calls(step: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def step(stage: dict[str, Any], action: str) -> dict[str, Any]:
-    (found,) = [item for item in stage["steps"] if item["action"] == action]
+    steps: list[dict[str, Any]] = [item for item in stage["steps"] if item["action"] == action]
+    (found,) = steps
     return found
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -53,8 +53,20 @@ def running(docker: Docker, project: str) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class World:
+    """A stack's repository served by a local compose-manager on a Docker daemon."""
+
+    docker: Docker
+    project: str
+    repo: Path
+    manager: Manager
+    url: str
+    endpoints: Path  # the endpoints file naming the manager's URL
+
+
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+def world(tmp_path: Path) -> Iterator[World]:
     docker = daemon()
     project = f"tierops-test-{secrets.token_hex(4)}"
     work = tmp_path / "work"
@@ -70,14 +82,7 @@ def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
     endpoints = tmp_path / "endpoints.yaml"
     endpoints.write_text(f"local: {url}\n", encoding="utf-8")
     try:
-        yield {
-            "docker": docker,
-            "project": project,
-            "repo": repo,
-            "manager": manager,
-            "url": url,
-            "endpoints": endpoints,
-        }
+        yield World(docker, project, repo, manager, url, endpoints)
     finally:
         server.shutdown()
         server.server_close()
@@ -87,16 +92,16 @@ def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
         docker.run(["network", "rm", f"{project}_default"], check=False)
 
 
-def deploy(world: dict[str, Any], tag: str) -> None:
-    host = Host("local", world["url"], TOKEN)
-    events = list(host.stream(deployer.UP, {"tag": tag, "file": FILE, "project": world["project"]}))
+def deploy(world: World, tag: str) -> None:
+    host = Host("local", world.url, TOKEN)
+    events = list(host.stream(deployer.UP, {"tag": tag, "file": FILE, "project": world.project}))
     assert events[-1] == {"event": "done", "success": True, "exit_code": 0}, events
 
 
 def plan_to(
-    world: dict[str, Any], head_text: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    world: World, head_text: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Path:
-    repo = world["repo"]
+    repo = world.repo
     base = git(repo, "rev-parse", "HEAD")
     out = tagged_plan(monkeypatch, capsys, repo, base, commit(repo, {FILE: head_text}, "change"))
     path = repo.parent / "plan.json"
@@ -104,30 +109,28 @@ def plan_to(
     return path
 
 
-def apply(
-    world: dict[str, Any], plan: Path, capsys: pytest.CaptureFixture[str], *extra: str
-) -> tuple[int, str, str]:
-    code = main(["apply", str(plan), "--endpoints", str(world["endpoints"]), "--wait", "20", *extra])
+def apply(world: World, plan: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
+    code = main(["apply", str(plan), "--endpoints", str(world.endpoints), "--wait", "20", *extra])
     out, err = capsys.readouterr()
     return code, out, err
 
 
 def test_a_plan_is_applied_host_by_host_and_a_second_run_resumes_with_nothing_left(
-    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
     deploy(world, "HEAD")
-    before = running(world["docker"], world["project"])
+    before = running(world.docker, world.project)
     assert set(before) == {"api-a", "api-b"}
     plan = plan_to(world, stack(service("3601", HEALTHY), service()), monkeypatch, capsys)
     code, out, err = apply(world, plan, capsys)
     assert (code, err) == (0, ""), out + err
     assert "  1.4 verify api-a" in out and "      ok: healthy" in out
     assert TOKEN not in out
-    after = running(world["docker"], world["project"])
+    after = running(world.docker, world.project)
     assert after["api-a"] != before["api-a"] and after["api-b"] == before["api-b"]
-    version = Host("local", world["url"], TOKEN).get("/version")
-    assert version["projects"][world["project"]]["current"]["tag"] == "v0.0.2"
+    version = Host("local", world.url, TOKEN).get("/version")
+    assert version["projects"][world.project]["current"]["tag"] == "v0.0.2"
     # The journal holds every step: a second run sends nothing.
     code, out, err = apply(world, plan, capsys)
     assert (code, err) == (0, "")
@@ -135,21 +138,21 @@ def test_a_plan_is_applied_host_by_host_and_a_second_run_resumes_with_nothing_le
 
 
 def test_a_verification_that_fails_is_rolled_back(
-    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
     deploy(world, "HEAD")
-    before = running(world["docker"], world["project"])
+    before = running(world.docker, world.project)
     plan = plan_to(world, stack(service("3602", SICK), service()), monkeypatch, capsys)
     code, out, _ = apply(world, plan, capsys, "--rollback-on-failure")
     assert code == 1
     assert "FAILED 1.4 verify api-a: healthy: expected api-a running healthy" in out
     assert "rolling back what ran, in the rollback's order" in out
-    assert running(world["docker"], world["project"]) == before
+    assert running(world.docker, world.project) == before
 
 
 def test_without_the_option_the_rollback_is_printed_not_sent(
-    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
     deploy(world, "HEAD")
@@ -158,15 +161,15 @@ def test_without_the_option_the_rollback_is_printed_not_sent(
     assert code == 1
     assert "to undo what ran, send these calls in order" in out
     assert '  R1.2 POST /compose/down {"tag": "v0.0.2"' in out
-    assert running(world["docker"], world["project"])["api-a"].endswith('3602"')
+    assert running(world.docker, world.project)["api-a"].endswith('3602"')
 
 
 def test_a_busy_host_is_refused_before_any_call(
-    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
     plan = plan_to(world, stack(service("3601", HEALTHY), service()), monkeypatch, capsys)
-    manager: Manager = world["manager"]
+    manager: Manager = world.manager
     with manager.lock:
         manager.in_flight = {"action": "compose_up"}
         code, out, err = apply(world, plan, capsys)
@@ -175,18 +178,16 @@ def test_a_busy_host_is_refused_before_any_call(
     assert err.startswith("local: compose-manager runs compose_up now; apply starts only on an idle host")
 
 
-def test_the_local_manager_keeps_the_contract_rules(world: dict[str, Any]) -> None:
-    host = Host("local", world["url"], TOKEN)
-    manager: Manager = world["manager"]
+def test_the_local_manager_keeps_the_contract_rules(world: World) -> None:
+    host = Host("local", world.url, TOKEN)
+    manager: Manager = world.manager
     # A down with dry_run is a real down: the field is dropped, as serde drops it.
     deploy(world, "HEAD")
     events = list(
-        host.stream(
-            deployer.DOWN, {"tag": "HEAD", "file": FILE, "project": world["project"], "dry_run": True}
-        )
+        host.stream(deployer.DOWN, {"tag": "HEAD", "file": FILE, "project": world.project, "dry_run": True})
     )
     assert events[-1]["success"] is True
-    assert running(world["docker"], world["project"]) == {}
+    assert running(world.docker, world.project) == {}
     # The age gate on the tag's commit date, the reserved project, a wrong token.
     manager.min_tag_age_hours = 24 * 3650
     with pytest.raises(Exception, match="tag too recent"):
@@ -195,7 +196,7 @@ def test_the_local_manager_keeps_the_contract_rules(world: dict[str, Any]) -> No
     with pytest.raises(Exception, match="reserved"):
         list(host.stream(deployer.UP, {"tag": "HEAD", "file": FILE, "project": "work"}))
     with pytest.raises(Exception, match="HTTP 401"):
-        Host("local", world["url"], "wrong").get("/status")
+        Host("local", world.url, "wrong").get("/status")
 
 
 def test_the_dry_run_verdict_is_read_as_compose_manager_reads_it() -> None:
@@ -216,21 +217,19 @@ def test_the_dry_run_verdict_is_read_as_compose_manager_reads_it() -> None:
 
 
 def status_of(
-    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, str]:
-    code, out, err = run_cli(
-        monkeypatch, capsys, world["repo"], ["status", "--endpoints", str(world["endpoints"])]
-    )
+    code, out, err = run_cli(monkeypatch, capsys, world.repo, ["status", "--endpoints", str(world.endpoints)])
     assert err == ""
     return code, out
 
 
 def test_status_reports_an_older_tag_a_stopped_container_a_swapped_image_and_an_orphan(
-    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
-    docker: Docker = world["docker"]
-    project = world["project"]
+    docker: Docker = world.docker
+    project = world.project
     plan = plan_to(world, stack(service("3601", HEALTHY), service()), monkeypatch, capsys)
     deploy(world, "v0.0.1")
     code, out = status_of(world, monkeypatch, capsys)
@@ -243,7 +242,7 @@ def test_status_reports_an_older_tag_a_stopped_container_a_swapped_image_and_an_
     assert (code, out) == (0, f"local [{project}] {FILE}: in sync at v0.0.2\n")
     # By hand, behind compose-manager's back: one container stopped, one image swapped,
     # one container the file does not define.
-    work: Path = world["manager"].work_dir
+    work: Path = world.manager.work_dir
     docker.run(["stop", "-t", "1", f"{project}-api-a-1"])
     swapped = work / "swapped.yaml"
     swapped.write_text((work / FILE).read_text(encoding="utf-8").replace(IMAGE, NEXT_IMAGE), encoding="utf-8")
@@ -272,12 +271,12 @@ def test_status_reports_an_older_tag_a_stopped_container_a_swapped_image_and_an_
 
 
 def test_a_verification_that_waits_says_so_while_it_waits(
-    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     deploy(world, "HEAD")
     plan_path = plan_to(world, stack(service("3602", SICK), service()), monkeypatch, capsys)
     lines: list[str] = []
-    hosts = {"local": Host("local", world["url"], TOKEN)}
+    hosts = {"local": Host("local", world.url, TOKEN)}
     applier = Applier(
         load_plan(plan_path),
         hosts,

@@ -440,7 +440,8 @@ def test_the_line_filter_never_skips_a_line_the_full_reading_collects_from(
 
 def _line_by_line(lines: list[str]) -> list[str]:
     """The filter's rule, one line at a time (what the one-text scans must agree with)."""
-    from rollout.diff.masking import _RUN_24, _SHAPES, _WORD_PART
+    from rollout.diff.masking import _RUN_24, _WORD_PART
+    from tierops.secrets import SHAPES as _SHAPES
 
     return [
         line

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from rollout.rehearse import cli as rehearse_cli
-from rollout.rehearse import docker as docker_module
 from rollout.rehearse.cli import main
 from rollout.rehearse.override import read_stack, render
 from rollout.rehearse.run import _flags, duration
@@ -108,7 +107,7 @@ def test_no_docker_and_not_root_exits_3_with_the_reason_in_one_line(
     file = tmp_path / "stack.yaml"
     file.write_text("services: {}\n", encoding="utf-8")
     monkeypatch.setenv("PATH", str(tmp_path))  # no docker client here
-    monkeypatch.setattr(docker_module.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert main([str(file)]) == 3
     err = capsys.readouterr().err
     assert err == "no Docker daemon answers (no docker client on PATH) and only root may start one here\n"

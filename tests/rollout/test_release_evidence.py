@@ -108,7 +108,6 @@ def test_records_keeps_the_record_the_tag_names_for_the_workflow_to_attest(
     kept = records / "v0.0.1.check-matrix.json"
     # The bytes the check wrote, whose digest is the evidence the tag message records.
     assert json.loads(kept.read_bytes()) == RECORD
-    assert (
-        digest(json.loads(kept.read_bytes())) == release.parse_message(message(world, "v0.0.1")).check_matrix
-    )  # type: ignore[union-attr]
+    record = release.parse_message(message(world, "v0.0.1"))
+    assert record is not None and digest(json.loads(kept.read_bytes())) == record.check_matrix
     assert f"; record {kept}" in capsys.readouterr().out

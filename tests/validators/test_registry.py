@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from types import ModuleType
 
 from tests.validators.conftest import ROOT
 from validators import loader
-from validators.registry import ALL_IDS, LOADER_ID, RULES
+from validators.registry import ALL_IDS, LOADER_ID, RULES, Rule
 
 PACKAGE = ROOT / "validators"
 DOCS = ROOT / "docs" / "validators.md"
@@ -46,6 +47,12 @@ def test_the_parts_of_a_rule_package_declare_no_id_of_their_own() -> None:
     assert {str(path.relative_to(PACKAGE)): _declared_id(path) for path in parts if _declared_id(path)} == {}
 
 
+def _module(rule: Rule) -> ModuleType:
+    """A registered rule is a module of validators/ (the registry lists modules)."""
+    assert isinstance(rule, ModuleType), rule
+    return rule
+
+
 def test_rule_ids_are_unique() -> None:
     assert len(ALL_IDS) == len(set(ALL_IDS))
 
@@ -53,16 +60,16 @@ def test_rule_ids_are_unique() -> None:
 def test_every_module_with_an_id_is_registered_under_it() -> None:
     declared = _modules_declaring_an_id()
     assert declared.pop("loader") == LOADER_ID
-    assert {module.__name__.rsplit(".", 1)[-1]: rule_id for rule_id, module in RULES.items()} == declared
+    assert {_module(rule).__name__.rsplit(".", 1)[-1]: rule_id for rule_id, rule in RULES.items()} == declared
 
 
 def test_module_names_are_the_ids_users_type() -> None:
-    for rule_id, module in RULES.items():
-        assert module.__name__ == "validators." + rule_id.replace("-", "_")
+    for rule_id, rule in RULES.items():
+        assert _module(rule).__name__ == "validators." + rule_id.replace("-", "_")
 
 
 def test_every_family_has_a_docstring_with_a_passing_and_a_failing_example() -> None:
-    for module in [loader, *RULES.values()]:
+    for module in [loader, *map(_module, RULES.values())]:
         doc = module.__doc__ or ""
         assert doc.startswith(f"Rule `{module.ID}`"), module.__name__
         assert "Passing example" in doc and "Failing example" in doc, module.__name__

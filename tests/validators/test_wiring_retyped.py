@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.validators import structured
-from tests.validators.test_hardening import FILES, run_cli
+from tests.validators.conftest import run_cli
+from tests.validators.test_hardening import FILES
 
 
 @pytest.mark.parametrize("wrong", range(len(structured.WRONG_TYPES)))
