@@ -109,6 +109,7 @@ def test_silencing_the_check_loses_its_finding(
 ) -> None:
     family, attr = CHECKS[guard.check]
     module = RULES[family]
+    assert isinstance(module, ModuleType)
     # In a rule package, silence the check in every part that calls it by name.
     for name, part in list(sys.modules.items()):
         if (name == module.__name__ or name.startswith(module.__name__ + ".")) and hasattr(part, attr):
