@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from generators.check import Status, compare
-from generators.render import REGENERATE, render_all
+from generators.pack import PACK_SUFFIX, Pack, load_packs
+from generators.render import REGENERATE, render_all, render_pack
 from generators.source import GenerationRefused, Source, Target, load_source
-from generators.targets import Stack, discover, load_targets
+from generators.targets import Stack, discover, load_targets, orphan_sources
 from tierops import layout
 from tierops.atomic import write_bytes_atomic
 from tierops.cli import guarded, parse, prog
@@ -25,7 +26,9 @@ DESCRIPTION = """\
 Render the production compose files under prod/ from the stacks in generators/. A
 stack is a pair of files: <stack>.source.yaml (what every file of the stack shares)
 and <stack>.targets.yaml (its files, and which features each engine replica gets).
-Adding a stack is adding such a pair. Exactly one mode:
+Adding a stack is adding such a pair. A pack (<pack>.pack.yaml) puts several stacks
+in one file on one host: its members' engines and proxies, and the host's services
+once; a stack that lives only in packs needs no targets file. Exactly one mode:
 
   --check            render in memory and compare byte for byte with prod/: report
                      stale files (with a unified diff), missing and orphaned ones
@@ -33,8 +36,8 @@ Adding a stack is adding such a pair. Exactly one mode:
   --list             list the targets, their files and their replicas' features
   --stdout TARGET    print one rendered file
 
-TARGET is a file stem (a key of a targets file), a file name, or a path under prod/;
-without TARGETs, --check and --write cover every target of every stack.
+TARGET is a file stem (a key of a targets or pack file), a file name, or a path under
+prod/; without TARGETs, --check and --write cover every target of every stack and pack.
 
 The fleet's tree (generators/, prod/) is this repository unless TIEROPS_FLEET names
 another one with the same layout.
@@ -93,46 +96,87 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"refusing to write: {note}")
         print(f"warning: {note}", file=sys.stderr)
 
-    loaded = _load(_stacks(args))
+    stacks = _stacks(args)
+    loaded, sources = _load(stacks)
+    packs = _packs(args, stacks, sources)
+    for pack in packs:
+        _claim(
+            {t.name for _, stack_targets in loaded for t in stack_targets},
+            pack.name,
+            f"by a stack and by {pack.display}",
+        )
     targets = [target for _, stack_targets in loaded for target in stack_targets]
     source_of = {target.name: source for source, stack_targets in loaded for target in stack_targets}
     prod_dir: Path = args.prod_dir or layout.prod_dir()
     shown_dir = layout.shown(prod_dir)
 
     if args.list:
-        for target in targets:
-            print(
-                f"{target.name}  {shown_dir}/{target.filename}  tier={target.tier}  hosts={','.join(target.hosts) or '-'}"
-            )
-            for replica, uses in target.replicas.items():
-                features = ", ".join(use.text for use in uses)
-                print(f"    {replica}: {features}")
+        _list(targets, packs, shown_dir)
         return ExitCode.OK
 
+    pack_of = {pack.name: pack for pack in packs}
     if args.stdout:
-        (target,) = _select(targets, [args.stdout])
-        one = render_all(source_of[target.name], [target])
-        sys.stdout.buffer.write(one[target.filename])
+        (name,) = _select([*(t.name for t in targets), *pack_of], [args.stdout])
+        if name in pack_of:
+            data = render_pack(pack_of[name])
+        else:
+            target = next(target for target in targets if target.name == name)
+            data = render_all(source_of[name], [target])[target.filename]
+        sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return ExitCode.OK
 
-    chosen = _select(targets, args.targets) if args.targets else targets
-    # Render everything before writing anything: a refusal leaves prod/ untouched.
+    names = _select([*(t.name for t in targets), *pack_of], args.targets) if args.targets else None
+    rendered = _render(loaded, packs, names)
+    if args.write:
+        return _write(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
+    return _check(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
+
+
+def _render(
+    loaded: list[tuple[Source, list[Target]]], packs: list[Pack], names: list[str] | None
+) -> dict[str, bytes]:
+    """Every chosen file's bytes (all of them when `names` is None). Everything is
+    rendered before anything is written: a refusal leaves prod/ untouched."""
     rendered: dict[str, bytes] = {}
     problems: list[str] = []
     for source, stack_targets in loaded:
-        mine = [target for target in stack_targets if target in chosen]
+        mine = [target for target in stack_targets if names is None or target.name in names]
         if not mine:
             continue
         try:
             rendered.update(render_all(source, mine))
         except GenerationRefused as refused:
             problems.extend(refused.lines)
+    for pack in packs:
+        if names is not None and pack.name not in names:
+            continue
+        try:
+            rendered[pack.filename] = render_pack(pack)
+        except GenerationRefused as refused:
+            problems.extend(refused.lines)
     if problems:
         raise GenerationRefused(problems)
-    if args.write:
-        return _write(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
-    return _check(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
+    return rendered
+
+
+def _list(targets: list[Target], packs: list[Pack], shown_dir: str) -> None:
+    for target in targets:
+        print(
+            f"{target.name}  {shown_dir}/{target.filename}  tier={target.tier}  hosts={','.join(target.hosts) or '-'}"
+        )
+        for replica, uses in target.replicas.items():
+            features = ", ".join(use.text for use in uses)
+            print(f"    {replica}: {features}")
+    for pack in packs:
+        print(
+            f"{pack.name}  {shown_dir}/{pack.filename}  tier={pack.tier}  hosts={','.join(pack.hosts) or '-'}  pack"
+        )
+        for member in pack.members:
+            for replica, uses in member.target.replicas.items():
+                gpus = ",".join(member.source.replicas[replica].gpus)
+                features = ", ".join(use.text for use in uses)
+                print(f"    {member.stack} {replica} (GPUs {gpus}): {features}")
 
 
 def _write(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_orphans: bool) -> int:
@@ -192,22 +236,48 @@ def _check(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
     return ExitCode.FINDINGS
 
 
-def _load(stacks: list[Stack]) -> list[tuple[Source, list[Target]]]:
-    """Each stack's source and targets; a file name claimed by two stacks is refused."""
+def _load(stacks: list[Stack]) -> tuple[list[tuple[Source, list[Target]]], dict[str, Source]]:
+    """Each stack's source and targets, and every source by stack name; a file name
+    claimed by two stacks is refused."""
     loaded: list[tuple[Source, list[Target]]] = []
+    sources: dict[str, Source] = {}
     owner: dict[str, str] = {}
     for stack in stacks:
         source = load_source(stack.source)
+        sources[stack.name] = source
+        if stack.targets is None:
+            continue
         stack_targets = load_targets(source, stack.targets)
         for target in stack_targets:
-            if target.name in owner:
-                raise UsageError(
-                    f"target '{target.name}' is declared by stacks '{owner[target.name]}' and '{stack.name}'; "
-                    "a file belongs to one stack: rename one of them"
-                )
+            _claim(set(owner), target.name, f"stacks '{owner.get(target.name)}' and '{stack.name}'")
             owner[target.name] = stack.name
         loaded.append((source, stack_targets))
-    return loaded
+    return loaded, sources
+
+
+def _claim(taken: set[str], name: str, by: str) -> None:
+    if name in taken:
+        raise UsageError(
+            f"target '{name}' is declared twice ({by}); a file belongs to one stack or pack: rename one of them"
+        )
+
+
+def _packs(args: argparse.Namespace, stacks: list[Stack], sources: dict[str, Source]) -> list[Pack]:
+    """The packs beside the stacks (none with --source, or with --stack naming no pack's
+    members); a stack with no targets must be a pack's member."""
+    if args.source is not None:
+        return []
+    directory = args.stacks_dir or layout.stacks_dir()
+    packs = [pack for path in sorted(directory.glob(f"*{PACK_SUFFIX}")) for pack in load_packs(path, sources)]
+    if args.stack:
+        packs = [pack for pack in packs if all(member.stack in args.stack for member in pack.members)]
+    else:
+        orphan_sources(stacks, {member.stack for pack in packs for member in pack.members})
+    seen: set[str] = set()
+    for pack in packs:
+        _claim(seen, pack.name, f"by two packs, in {pack.display}")
+        seen.add(pack.name)
+    return packs
 
 
 def _stacks(args: argparse.Namespace) -> list[Stack]:
@@ -227,14 +297,13 @@ def _stacks(args: argparse.Namespace) -> list[Stack]:
     return stacks
 
 
-def _select(targets: list[Target], names: Sequence[str]) -> list[Target]:
-    by_name = {target.name: target for target in targets}
-    chosen: list[Target] = []
+def _select(known: list[str], names: Sequence[str]) -> list[str]:
+    """The targets `names` mean (a stem, a file name or a path), each once, in order."""
+    chosen: list[str] = []
     for raw in names:
-        stem = Path(raw).name
-        stem = stem.removesuffix(".yaml")
-        if stem not in by_name:
-            raise UsageError(f"unknown target '{raw}'; targets: {', '.join(by_name)} (see --list)")
-        if by_name[stem] not in chosen:
-            chosen.append(by_name[stem])
+        stem = Path(raw).name.removesuffix(".yaml")
+        if stem not in known:
+            raise UsageError(f"unknown target '{raw}'; targets: {', '.join(known)} (see --list)")
+        if stem not in chosen:
+            chosen.append(stem)
     return chosen

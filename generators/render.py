@@ -17,8 +17,10 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 
 from generators.engine import Engine, build_engines, source_conflicts
+from generators.pack import HOST_ROLES, Member, Pack
+from generators.reader import fill
 from generators.source import GenerationRefused, Source, Target, engine_name
-from generators.telemetry import Subject, labels_for, scrape_job
+from generators.telemetry import Subject, host_labels, labels_for, scrape_job
 from tierops.argv import switch_of
 from tierops.shellwords import quote
 from tierops.yamlio import roundtrip
@@ -26,6 +28,8 @@ from tierops.yamlio import roundtrip
 REGENERATE = "nox -s generate"
 GENERATOR = "python -m generators"
 NVIDIA_DEVICE = {"driver": "nvidia", "capabilities": ["gpu"]}
+# On an engine whose GPUs the pack shares with another engine: why (a pack's gpu_sharing).
+SHARE_KEY = "x-gpu-share"
 
 # Strings that a YAML 1.1 or 1.2 reader (compose, PyYAML, ruamel) could take for a
 # number, bool, null or timestamp are double-quoted; so is anything made only of
@@ -89,17 +93,52 @@ def _header(source: Source, target: Target) -> str:
 
 
 def _document(source: Source, target: Target, engines: list[Engine]) -> CommentedMap:
-    subjects: list[Subject] = []
     services = CommentedMap()
+    subjects = _stack_services(services, source, target, engines)
+    for name, port in source.scrape_ports.items():
+        subjects.append(labels_for(source, target, name, port))
+    _label(services, subjects)
+    _refuse_unfilled(source.display, services)
+    document = CommentedMap()
+    document["name"] = source.project
+    document["services"] = services
+    document["volumes"] = _out(source.volumes)
+    document["networks"] = _out(source.networks)
+    nginx_extra = ""
+    if target.discovery_port is not None:
+        nginx_extra = source.configs[_DISCOVERY_CONFIG].replace("{port}", str(target.discovery_port))
+    document["configs"] = _configs(
+        source.configs, services, subjects, source.collector_config, {"nginx_conf": nginx_extra}
+    )
+    return document
+
+
+def _stack_services(
+    services: CommentedMap,
+    source: Source,
+    target: Target,
+    engines: list[Engine],
+    *,
+    skip_roles: tuple[str, ...] = (),
+    sharing: Mapping[str, str] | None = None,
+) -> list[Subject]:
+    """Add a stack's sidecars (but those of `skip_roles`) and its engines to `services`,
+    the engines right after the last service they depend on; their telemetry subjects."""
+    subjects: list[Subject] = []
     engine_deps = set(source.engine.service.get("depends_on") or ())
     pending = list(engines)
     for name, spec in source.services.items():
+        if str(spec.get("role")) in skip_roles:
+            engine_deps.discard(name)
+            continue
         services[name] = _sidecar(source, target, engines, str(name), spec)
         if name in engine_deps:
             engine_deps.discard(name)
         if not engine_deps and pending:
             for engine in pending:
-                services[engine.name] = _engine_service(source, target, engine)
+                services[engine.name] = _engine_service(
+                    source, target, engine, (sharing or {}).get(engine.name)
+                )
                 subjects.append(labels_for(source, target, engine.name, engine.port, engine))
             pending = []
     if pending:
@@ -108,11 +147,6 @@ def _document(source: Source, target: Target, engines: list[Engine]) -> Commente
                 f"{source.display}: refused: engines depend on services the source does not define: {', '.join(sorted(engine_deps))}"
             ]
         )
-    for name, port in source.scrape_ports.items():
-        subjects.append(labels_for(source, target, name, port))
-    subjects.sort(key=lambda subject: list(services).index(subject.service))
-    for subject in subjects:
-        services[subject.service]["labels"] = _out(dict(subject.labels))
     for engine in engines:
         uses = sorted(
             target.replicas[engine.replica], key=lambda use: engine.features.index(use.feature.name)
@@ -121,35 +155,188 @@ def _document(source: Source, target: Target, engines: list[Engine]) -> Commente
         services.yaml_set_comment_before_after_key(
             engine.name, before=f"{engine.replica}: {features}\nconfig_variant {engine.variant}", indent=2
         )
+    return subjects
 
+
+def _label(services: CommentedMap, subjects: list[Subject]) -> None:
+    order = list(services)
+    for subject in sorted(subjects, key=lambda subject: order.index(subject.service)):
+        services[subject.service]["labels"] = _out(dict(subject.labels))
+    subjects.sort(key=lambda subject: order.index(subject.service))
+
+
+def _refuse_unfilled(display: str, services: CommentedMap) -> None:
     unfilled = [f"{name}.{path}" for name, service in services.items() for path in _nulls(service)]
     if unfilled:
         raise GenerationRefused(
-            [f"{source.display}: refused: placeholder(s) `~` that nothing computes: {', '.join(unfilled)}"]
+            [f"{display}: refused: placeholder(s) `~` that nothing computes: {', '.join(unfilled)}"]
         )
 
+
+def render_pack(pack: Pack) -> bytes:
+    """One pack's file: each member's engines and own services, then the host's."""
+    problems: list[str] = []
+    services = CommentedMap()
+    subjects: list[Subject] = []
+    engines: list[Engine] = []
+    sharing = {engine: item.reason for item in pack.sharing for engine in item.engines}
+    images = _pack_images(pack, problems)
+    for member in pack.members:
+        try:
+            built = build_engines(member.source, member.target)
+            subjects += _stack_services(
+                services, member.source, member.target, built, skip_roles=HOST_ROLES, sharing=sharing
+            )
+        except GenerationRefused as refused:
+            problems.extend(refused.lines)
+            continue
+        engines += built
+        subjects += [
+            labels_for(member.source, member.target, name, port)
+            for name, port in member.source.scrape_ports.items()
+            if name in services
+        ]
+    if problems:
+        raise GenerationRefused(problems)
+    for name, spec in pack.services.items():
+        service = _head(images, None, str(name), str(spec["image"]))
+        for key, value in spec.items():
+            if key not in ("image", "role"):
+                service[str(key)] = _out(value)
+        _PACK_COMPUTED[str(spec.get("role"))](service, pack, engines)
+        services[name] = service
+    subjects += [host_labels(pack.name, name, port) for name, port in pack.scrape_ports.items()]
+    _label(services, subjects)
+    _refuse_unfilled(pack.display, services)
+
     document = CommentedMap()
-    document["name"] = source.project
+    document["name"] = pack.project
     document["services"] = services
-    document["volumes"] = _out(source.volumes)
-    document["networks"] = _out(source.networks)
-    document["configs"] = _configs(source, target, subjects)
-    return document
+    document["volumes"] = _out(_union(pack, "volumes", problems))
+    document["networks"] = _out(_union(pack, "networks", problems))
+    configs: dict[str, str] = {}
+    for member in pack.members:
+        configs.update(member.source.configs)
+    configs.update(pack.configs)
+    member_blocks = "".join(
+        fill(configs.get(_PACK_SERVER_CONFIG, ""), {"port": str(member.port), "proxy": _proxy_of(member)})
+        for member in pack.members
+    )
+    document["configs"] = _configs(
+        configs, services, subjects, pack.collector_config, {_PACK_NGINX_CONFIG: member_blocks}
+    )
+    if problems:
+        raise GenerationRefused(problems)
+    stream = io.StringIO()
+    roundtrip().dump(document, stream)
+    hosts = ", ".join(pack.hosts) or "-"
+    members = ", ".join(member.stack for member in pack.members)
+    header = (
+        "# GENERATED FILE: DO NOT EDIT. Every byte is checked by `nox -s generated`.\n"
+        f"# Generator: {GENERATOR} (generators/, the pack {pack.display} of the stacks {members})\n"
+        f"# Target: {pack.name} (tier {pack.tier}; hosts: {hosts})\n"
+        f"# To change it: edit the pack or its stacks' sources, run `{REGENERATE}`, commit both.\n"
+    )
+    return ((header + stream.getvalue()).rstrip("\n") + "\n").encode("utf-8")
 
 
-def _head(source: Source, target: Target, name: str, image_key: str) -> CommentedMap:
+def _pack_images(pack: Pack, problems: list[str]) -> dict[str, str]:
+    """The members' image catalogues and the pack's as one: a key pinned differently by
+    two of them is refused."""
+    images: dict[str, str] = {}
+    for owner, catalogue in [
+        *((m.source.display, m.source.images) for m in pack.members),
+        (pack.display, pack.images),
+    ]:
+        for key, ref in catalogue.items():
+            if images.setdefault(key, ref) != ref:
+                problems.append(
+                    f"{owner}: refused: image '{key}' is {ref} here but {images[key]} in "
+                    f"another member of {pack.name}; one file runs one image per name"
+                )
+    return images
+
+
+def _union(pack: Pack, key: str, problems: list[str]) -> dict[str, Any]:
+    """The members' (and the pack's) top-level `volumes:` or `networks:` as one mapping."""
+    merged: dict[str, Any] = {}
+    for owner, value in [
+        *((m.source.display, getattr(m.source, key)) for m in pack.members),
+        (pack.display, getattr(pack, key)),
+    ]:
+        for name, body in (value or {}).items():
+            if name in merged and merged[name] != body:
+                problems.append(
+                    f"{owner}: refused: {key} '{name}' is defined differently by two members of {pack.name}"
+                )
+            merged.setdefault(str(name), body)
+    return merged
+
+
+def _proxy_of(member: Member) -> str:
+    return next(
+        (str(name) for name, spec in member.source.services.items() if spec.get("role") == "proxy"), ""
+    )
+
+
+def _member_networks(pack: Pack) -> list[str]:
+    return list(
+        dict.fromkeys(str(name) for member in pack.members for name in (member.source.networks or {}))
+    )
+
+
+def _pack_front_door(service: CommentedMap, pack: Pack, engines: list[Engine]) -> None:
+    # One TLS port per model, each to its own proxy; and every member's network.
+    for member in pack.members:
+        service["ports"].append(_scalar(f"{member.port}:{member.port}"))
+    service["depends_on"] = _out([_proxy_of(member) for member in pack.members])
+    networks = service.get("networks") or CommentedSeq()
+    service["networks"] = _out(list(dict.fromkeys([*networks, *_member_networks(pack)])))
+
+
+def _pack_registrar(service: CommentedMap, pack: Pack, engines: list[Engine]) -> None:
+    # What the script announces: each model's served name and the port it is reached at.
+    models = " ".join(f"{member.source.model.served_name}={member.port}" for member in pack.members)
+    service["environment"]["MODELS"] = _scalar(models)
+
+
+def _pack_dcgm(service: CommentedMap, pack: Pack, engines: list[Engine]) -> None:
+    _dcgm(service, pack.members[0].source, pack.members[0].target, engines)
+
+
+def _pack_collector(service: CommentedMap, pack: Pack, engines: list[Engine]) -> None:
+    # Scrapes over every member's network: each member's engines and proxy live there.
+    networks = service.get("networks") or CommentedSeq()
+    service["networks"] = _out(list(dict.fromkeys([*networks, *_member_networks(pack)])))
+
+
+_PACK_COMPUTED: dict[str, Callable[[CommentedMap, Pack, list[Engine]], None]] = {
+    "front-door": _pack_front_door,
+    "registrar": _pack_registrar,
+    "metrics-exporter": _pack_dcgm,
+    "collector": _pack_collector,
+}
+# The pack's front door config, and the block repeated in it for every member
+# ({port}: the member's port; {proxy}: its proxy's service name).
+_PACK_NGINX_CONFIG = "pack_nginx_conf"
+_PACK_SERVER_CONFIG = "pack_nginx_member"
+
+
+def _head(images: Mapping[str, str], profile: str | None, name: str, image_key: str) -> CommentedMap:
     service = CommentedMap()
     # A built sidecar's image is the tag it builds, written as is.
-    service["image"] = _scalar(source.images.get(image_key, image_key))
+    service["image"] = _scalar(images.get(image_key, image_key))
     service["container_name"] = _scalar(name)
-    if target.profile:
-        service["profiles"] = _out([target.profile])
+    if profile:
+        service["profiles"] = _out([profile])
     return service
 
 
-def _engine_service(source: Source, target: Target, engine: Engine) -> CommentedMap:
+def _engine_service(
+    source: Source, target: Target, engine: Engine, shared: str | None = None
+) -> CommentedMap:
     skeleton = source.engine.service
-    service = _head(source, target, engine.name, engine.image)
+    service = _head(source.images, target.profile, engine.name, engine.image)
     for key, value in skeleton.items():
         if key != "image":
             service[str(key)] = _out(value)
@@ -163,6 +350,10 @@ def _engine_service(source: Source, target: Target, engine: Engine) -> Commented
         service["command"] = _out(list(engine.argv))
     service["environment"] = _out(dict(engine.environment))
     service["deploy"] = _gpu_reservation(engine.gpus)
+    if shared is not None:
+        # Compose ignores `x-` keys; the validators read it: this engine's GPUs are shared
+        # on purpose, and the engines on each one must leave each other memory.
+        service[SHARE_KEY] = _scalar(shared)
     return service
 
 
@@ -179,7 +370,7 @@ def _gpu_reservation(gpus: tuple[str, ...]) -> CommentedMap:
 def _sidecar(
     source: Source, target: Target, engines: list[Engine], name: str, spec: Mapping[str, Any]
 ) -> CommentedMap:
-    service = _head(source, target, name, str(spec["image"]))
+    service = _head(source.images, target.profile, name, str(spec["image"]))
     for key, value in spec.items():
         if key not in ("image", "role"):
             service[str(key)] = _out(value)
@@ -232,21 +423,33 @@ _DISCOVERY_CONFIG = "nginx_discovery"
 _COLLECTOR_CONFIG = "otelcol_app_config"
 
 
-def _configs(source: Source, target: Target, subjects: list[Subject]) -> CommentedMap:
-    configs = CommentedMap()
-    for name, content in source.configs.items():
-        if name == _DISCOVERY_CONFIG:
-            continue
-        text = content
-        if name == "nginx_conf" and target.discovery_port is not None:
-            text += source.configs[_DISCOVERY_CONFIG].replace("{port}", str(target.discovery_port))
-        configs[name] = _out({"content": LiteralScalarString(text)})
-    configs[_COLLECTOR_CONFIG] = _out({"content": LiteralScalarString(_collector_text(source, subjects))})
-    return configs
+def _configs(
+    configs: Mapping[str, str],
+    services: CommentedMap,
+    subjects: list[Subject],
+    collector_config: Any,
+    extra: Mapping[str, str],
+) -> CommentedMap:
+    """The configs the services mount (in the order of `configs`), each with any `extra`
+    text appended, and the collector's, computed from the subjects."""
+    used = {
+        str(entry.get("source"))
+        for service in services.values()
+        for entry in service.get("configs") or ()
+        if hasattr(entry, "get")
+    }
+    out = CommentedMap()
+    for name, content in configs.items():
+        if name in used and name != _COLLECTOR_CONFIG:
+            out[name] = _out({"content": LiteralScalarString(content + extra.get(name, ""))})
+    out[_COLLECTOR_CONFIG] = _out(
+        {"content": LiteralScalarString(_collector_text(collector_config, subjects))}
+    )
+    return out
 
 
-def _collector_text(source: Source, subjects: list[Subject]) -> str:
-    config = _out(source.collector_config)
+def _collector_text(collector_config: Any, subjects: list[Subject]) -> str:
+    config = _out(collector_config)
     receiver = config["receivers"]["prometheus/apps"]["config"]
     receiver["scrape_configs"] = _out([scrape_job(subject) for subject in subjects])
     stream = io.StringIO()

@@ -220,7 +220,7 @@ def load_source(path: Path, *, display: str | None = None) -> Source:
     r = Reader(shown)
     r.known(doc, SOURCE_KEYS, "source")
     apply_parts(r, doc, path)
-    images = _images(r, doc)
+    images = read_images(r, doc)
     model_map = r.mapping(doc, "model") or {}
     r.known(model_map, MODEL_KEYS, "model")
     model = Model(
@@ -275,7 +275,8 @@ def load_source(path: Path, *, display: str | None = None) -> Source:
     )
 
 
-def _images(r: Reader, doc: Any) -> dict[str, str]:
+def read_images(r: Reader, doc: Any) -> dict[str, str]:
+    """The `images:` catalogue, every entry pinned by digest."""
     images: dict[str, str] = {}
     for name, ref in (r.mapping(doc, "images") or {}).items():
         if not isinstance(ref, str) or not _DIGEST.search(ref):

@@ -54,22 +54,7 @@ def load_targets(source: Source, path: Path, *, display: str | None = None) -> l
         if "host_variables" in spec:
             r.strings(spec, "host_variables")
         registrar_env = r.mapping(spec, "registrar_environment", required=False) or {}
-        replicas_map = r.mapping(spec, "replicas") or {}
-        replicas: dict[str, tuple[FeatureUse, ...]] = {}
-        for replica, features in replicas_map.items():
-            rwhere = r.at(replicas_map, replica)
-            if replica not in source.replicas:
-                r.fail(
-                    rwhere,
-                    f"target '{name}': unknown replica '{replica}' (the source declares {', '.join(source.replicas)})",
-                )
-                continue
-            if not isinstance(features, list):
-                r.fail(rwhere, f"target '{name}', replica {replica}: features must be a list")
-                continue
-            replicas[str(replica)] = tuple(
-                _feature_uses(r, name, str(replica), features, source, engine_name(source, str(replica)))
-            )
+        replicas = replica_features(r, name, source, r.mapping(spec, "replicas") or {})
         targets.append(
             Target(
                 name=name,
@@ -85,6 +70,28 @@ def load_targets(source: Source, path: Path, *, display: str | None = None) -> l
     if r.problems:
         raise GenerationRefused(r.problems)
     return targets
+
+
+def replica_features(
+    r: Reader, name: str, source: Source, replicas_map: Any
+) -> dict[str, tuple[FeatureUse, ...]]:
+    """Each replica a file runs (of the source's) and the features it gets."""
+    replicas: dict[str, tuple[FeatureUse, ...]] = {}
+    for replica, features in replicas_map.items():
+        rwhere = r.at(replicas_map, replica)
+        if replica not in source.replicas:
+            r.fail(
+                rwhere,
+                f"target '{name}': unknown replica '{replica}' (the source declares {', '.join(source.replicas)})",
+            )
+            continue
+        if not isinstance(features, list):
+            r.fail(rwhere, f"target '{name}', replica {replica}: features must be a list")
+            continue
+        replicas[str(replica)] = tuple(
+            _feature_uses(r, name, str(replica), features, source, engine_name(source, str(replica)))
+        )
+    return replicas
 
 
 def _feature_uses(
@@ -148,27 +155,24 @@ def _feature_args(
 
 @dataclass(frozen=True)
 class Stack:
-    """One stack's data: the source every file of it shares and the targets (its files)."""
+    """One stack's data: the source every file of it shares and the targets (its files).
+    A stack that lives only in packs has no targets file."""
 
     name: str
     source: Path
-    targets: Path
+    targets: Path | None
 
 
 def discover(directory: Path) -> list[Stack]:
-    """Every stack in `directory`: each `<name>.source.yaml` beside its `<name>.targets.yaml`."""
+    """Every stack in `directory`: each `<name>.source.yaml`, with its `<name>.targets.yaml`
+    when it renders files of its own (a pack's member may have none: see `orphan_sources`)."""
     if not directory.is_dir():
         raise UsageError(f"no stack directory {fleet_relative(directory)}/; pass --stacks-dir")
     stacks: list[Stack] = []
     for source in sorted(directory.glob(f"*{SOURCE_SUFFIX}")):
         name = source.name.removesuffix(SOURCE_SUFFIX)
         targets = directory / f"{name}{TARGETS_SUFFIX}"
-        if not targets.is_file():
-            raise InputError(
-                f"stack '{name}' has a source but no {targets.name}; add one (the files it renders) or remove the source",
-                where=f"{fleet_relative(source)}:1:1",
-            )
-        stacks.append(Stack(name, source, targets))
+        stacks.append(Stack(name, source, targets if targets.is_file() else None))
     for targets in sorted(directory.glob(f"*{TARGETS_SUFFIX}")):
         name = targets.name.removesuffix(TARGETS_SUFFIX)
         if not (directory / f"{name}{SOURCE_SUFFIX}").is_file():
@@ -179,3 +183,14 @@ def discover(directory: Path) -> list[Stack]:
     if not stacks:
         raise UsageError(f"no stacks in {fleet_relative(directory)}/: no *{SOURCE_SUFFIX} there")
     return stacks
+
+
+def orphan_sources(stacks: list[Stack], members: set[str]) -> None:
+    """A source that renders nothing (no targets file, in no pack) is a mistake."""
+    for stack in stacks:
+        if stack.targets is None and stack.name not in members:
+            raise InputError(
+                f"stack '{stack.name}' has a source but no {stack.name}{TARGETS_SUFFIX} and no pack names it; "
+                "add its targets (the files it renders), name it in a pack's members, or remove the source",
+                where=f"{fleet_relative(stack.source)}:1:1",
+            )

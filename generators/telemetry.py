@@ -37,19 +37,16 @@ class Subject:
 def labels_for(
     source: Source, target: Target, service: str, port: int, engine: Engine | None = None
 ) -> Subject:
-    pairs = [
-        ("scrape", "true"),
-        # job = the service name: unique per file, and what service.name becomes.
-        ("job", service),
-        ("port", str(port)),
-        ("path", METRICS_PATH),
-        ("container_name", service),
-        ("model", source.model.served_name),
-        ("model_path", source.model.repo),
-        ("precision", source.model.precision),
-        ("deployment", target.name),
-        ("host_machine", HOST_MACHINE),
-    ]
+    pairs = _pairs(
+        service,
+        port,
+        target.name,
+        [
+            ("model", source.model.served_name),
+            ("model_path", source.model.repo),
+            ("precision", source.model.precision),
+        ],
+    )
     if engine is not None:
         digest = source.images[engine.image].rsplit("@sha256:", 1)[1]
         pairs += [
@@ -61,6 +58,27 @@ def labels_for(
             ("instance", engine.instance),
         ]
     return Subject(service=service, port=port, labels=tuple((PREFIX + k, v) for k, v in pairs))
+
+
+def host_labels(deployment: str, service: str, port: int) -> Subject:
+    """A pack's host service (it serves no one model): the labels of `labels_for` but the
+    model's."""
+    pairs = _pairs(service, port, deployment, [])
+    return Subject(service=service, port=port, labels=tuple((PREFIX + k, v) for k, v in pairs))
+
+
+def _pairs(service: str, port: int, deployment: str, model: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [
+        ("scrape", "true"),
+        # job = the service name: unique per file, and what service.name becomes.
+        ("job", service),
+        ("port", str(port)),
+        ("path", METRICS_PATH),
+        ("container_name", service),
+        *model,
+        ("deployment", deployment),
+        ("host_machine", HOST_MACHINE),
+    ]
 
 
 def scrape_job(subject: Subject) -> dict[str, object]:

@@ -49,6 +49,13 @@ ENGINE_DEFAULT_LISTEN: dict[str, tuple[str, int]] = {
     "vllm": ("0.0.0.0", 8000),
 }
 
+# The flag that sets an engine's share of its GPUs' memory (a fraction; each program's
+# default takes most of the GPU).
+MEMORY_FRACTION: dict[str, str] = {
+    "sglang": "--mem-fraction-static",
+    "vllm": "--gpu-memory-utilization",
+}
+
 # Images whose default entrypoint is the engine (a `command:` of flags only).
 _IMAGE_PROGRAMS = (("vllm/vllm-openai", "vllm"), ("lmsysorg/sglang", "sglang"))
 

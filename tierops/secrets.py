@@ -175,6 +175,10 @@ _MIN_RUN = 24
 _RUN = re.compile(r"[A-Za-z0-9+/=_.-]{24,}")
 _PIECES = re.compile(r"[-_/.]+")
 _HEX_DIGEST = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+# A CamelCase identifier made of words (`Qwen3ForSequenceClassification`, a model
+# architecture in an argv's JSON): capitalised words of three letters or more, short
+# acronyms (`LM`) and numbers, mostly lower case.
+_CAMEL_WORDS = re.compile(r"^(?:[A-Z][a-z]{2,}|[A-Z]{2,4}|[0-9]+)+$")
 ENTROPY_BITS = 3.5
 
 
@@ -192,10 +196,13 @@ def high_entropy(run: str) -> bool:
     characters: hyphenated names (`fc91d24-long-context-w4afp8-c8192-...`, container
     names, snapshot paths) are long and varied too, but made of short words. Commit ids
     and sha256 digests (40 or 64 lower-case hex) are excluded: image pins and snapshot
-    paths are full of them, and they are never secrets.
+    paths are full of them, and they are never secrets. So are CamelCase identifiers
+    of whole words (class names): a random token does not read as words.
     """
     piece = max(_PIECES.split(run), key=len)
     if len(piece) < _MIN_RUN or _HEX_DIGEST.match(piece) or piece.startswith("sha256"):
+        return False
+    if _CAMEL_WORDS.match(piece) and 2 * sum(ch.islower() for ch in piece) >= len(piece):
         return False
     if not (re.search(r"[0-9]", piece) and re.search(r"[A-Za-z]", piece)):
         return False

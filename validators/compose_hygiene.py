@@ -245,6 +245,9 @@ def _yaml_tricks(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
 
 def _declared_soft(compose: ComposeFile, service: Service, ctx: Context) -> frozenset[str]:
     """Env keys the contract lets this service default softly (the collector's: it must start without its token)."""
+    if ctx.pack is not None:
+        allowed = ctx.pack.soft_default_env if service.name == ctx.pack.collector else ()
+        return frozenset(allowed)
     col = (ctx.contract.telemetry.get("collector") or {}) if ctx.contract is not None else {}
     if service.name != str(col.get("service")):
         return frozenset()

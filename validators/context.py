@@ -8,24 +8,27 @@ only the checks that hold for every compose file, and none of a stack's house po
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tierops import layout
 from validators.contract import (
     DEFAULT_BUILD,
+    PACKS_FILE,
     BuildContract,
     Contract,
+    PackClaim,
     load_builds,
     load_contract,
+    load_pack_claims,
 )
 from validators.manifest import HERE as MANIFEST_DIR
 from validators.manifest import Manifest, load_manifest
 from validators.model import ComposeFile
 
 # Files of the contracts directory that are not a stack's contract.
-NOT_STACKS = frozenset({"engine-build.yaml", "wiring.yaml"})
+NOT_STACKS = frozenset({"engine-build.yaml", "wiring.yaml", PACKS_FILE})
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class Context:
     builds: tuple[EngineBuild, ...]
     # The contract that claims the file being checked; None: no stack claims it.
     contract: Contract | None = None
+    # Files of several stacks (contracts/packs.yaml), by stem, and the one being checked.
+    packs: Mapping[str, PackClaim] = field(default_factory=dict)
+    pack: PackClaim | None = None
 
     def build_of(self, image: str) -> EngineBuild | None:
         """The build whose `images:` lists `image` (None: no known build runs it)."""
@@ -50,7 +56,7 @@ class Context:
     def for_file(self, stem: str) -> Context:
         """This context with the contract that claims the file `stem` (None if none does)."""
         claiming = next((contract for contract in self.contracts if stem in contract.files), None)
-        return replace(self, contract=claiming)
+        return replace(self, contract=claiming, pack=self.packs.get(stem))
 
     @property
     def claimed(self) -> Contract:
@@ -60,7 +66,7 @@ class Context:
         return self.contract
 
     def known_files(self) -> list[str]:
-        return sorted(stem for contract in self.contracts for stem in contract.files)
+        return sorted([*(stem for contract in self.contracts for stem in contract.files), *self.packs])
 
 
 def engine_services(compose: ComposeFile, ctx: Context) -> list[str]:
@@ -80,7 +86,10 @@ def stack_contracts(directory: Path | None = None) -> list[Path]:
 def load_context(contracts: Sequence[Path] | None = None, build: Path | None = None) -> Context:
     builds = load_builds(build if build is not None else layout.contracts_dir() / DEFAULT_BUILD.name)
     paths = stack_contracts() if contracts is None else list(contracts)
+    # The packs are the fleet's own, read beside its contracts (none with explicit contracts).
+    packs = load_pack_claims(layout.contracts_dir() / PACKS_FILE) if contracts is None else {}
     return Context(
+        packs=packs,
         contracts=tuple(load_contract(path) for path in paths),
         builds=tuple(EngineBuild(item, load_manifest(MANIFEST_DIR / item.manifest)) for item in builds),
     )

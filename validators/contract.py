@@ -199,6 +199,40 @@ def _str_map(values: Any) -> dict[str, str]:
     return {str(key): str(value) for key, value in (values or {}).items()}
 
 
+@dataclass(frozen=True)
+class PackClaim:
+    """A file of several stacks (a pack) and the house policy it opts into."""
+
+    stem: str
+    members: tuple[str, ...]
+    # The collector service and the env keys it may default softly (it must start
+    # without its token), as a stack contract's telemetry.collector says.
+    collector: str
+    soft_default_env: tuple[str, ...]
+
+
+PACKS_FILE = "packs.yaml"
+
+
+def load_pack_claims(path: Path) -> dict[str, PackClaim]:
+    """The packs of `packs.yaml` by file stem; no file: no packs."""
+    if not path.is_file():
+        return {}
+    raw = _read(path)
+    try:
+        return {
+            str(stem): PackClaim(
+                stem=str(stem),
+                members=_strs(body["members"]),
+                collector=str((body.get("collector") or {}).get("service") or ""),
+                soft_default_env=_strs((body.get("collector") or {}).get("soft_default_env")),
+            )
+            for stem, body in (raw or {}).items()
+        }
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"packs file is malformed near {exc}", where=str(path)) from None
+
+
 @functools.lru_cache(maxsize=8)
 def load_contract(path: Path) -> Contract:
     raw = _read(path)

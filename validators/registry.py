@@ -16,6 +16,7 @@ from validators import (
     compose_hygiene,
     dcgm_metrics,
     engine_flags,
+    gpu_sharing,
     loader,
     otel_labels,
     prod_config,
@@ -43,6 +44,7 @@ RULES: dict[str, Rule] = {
     collector_config.ID: collector_config,
     style.ID: style,
     wiring.ID: wiring,
+    gpu_sharing.ID: gpu_sharing,
 }
 
 # The loader's own id: a file that cannot be read as one compose mapping. It always
@@ -110,6 +112,8 @@ CHECKS: dict[str, tuple[str, str]] = {
     "collector-config/env-refs": (collector_config.ID, "_env_refs"),
     "style/labels-form": (style.ID, "_labels_form"),
     "style/command-form": (style.ID, "_command_form"),
+    "gpu-sharing/undeclared": (gpu_sharing.ID, "_undeclared"),
+    "gpu-sharing/memory": (gpu_sharing.ID, "_memory"),
 }
 # Finding-yielding functions that are parts of a check above, not checks of their own.
 HELPERS: dict[str, frozenset[str]] = {

@@ -125,7 +125,8 @@ def _unclaimed(path: Path, display: str, ctx: Context) -> list[Finding]:
     """A file of the fleet's own prod/ must be claimed by a stack's contract: without one it
     would silently get only the generic checks."""
     stem = path.stem
-    if ctx.for_file(stem).contract is not None:
+    claimed = ctx.for_file(stem)
+    if claimed.contract is not None or claimed.pack is not None:
         return []
     contracts = ", ".join(layout.shown(contract.path) for contract in ctx.contracts) or "none"
     return [
@@ -133,7 +134,8 @@ def _unclaimed(path: Path, display: str, ctx: Context) -> list[Finding]:
             display,
             START,
             "prod-config",
-            f"no stack contract claims '{stem}' (contracts: {contracts}); add it under files: of its stack's contract",
+            f"no stack contract claims '{stem}' (contracts: {contracts}); add it under files: of its stack's contract, "
+            "or, for a file of several stacks, under its pack in contracts/packs.yaml",
         )
     ]
 

@@ -24,7 +24,7 @@ from rollout.diff.boundary import write_masked
 from rollout.diff.changes import ChangeSet, FileChange
 from rollout.diff.forms import load_documents
 from rollout.diff.snapshot import Snapshot
-from rollout.plan.fleet import DATA_DIRECTORY, TARGETS_SUFFIX, Placement, placements
+from rollout.plan.fleet import DATA_DIRECTORY, PACK_SUFFIX, TARGETS_SUFFIX, Placement, placements
 from rollout.plan.model import NEW_TAG, OLD_TAG, Plan, Tags
 from rollout.plan.planner import build_plan
 from rollout.plan.report import RENDERERS
@@ -177,7 +177,7 @@ def refuse_bare_variables(plan: Plan) -> None:
                     f"{file.label}: new variable ${{{variable.name}}} has no default and no `?`: "
                     f"Compose starts {readers} with it empty on a host that does not set it",
                     hint=f"write ${{{variable.name}:?set on every host}} or ${{{variable.name}:-DEFAULT}}, or list "
-                    f"{variable.name} under host_variables of the file's target (generators/*.targets.yaml) "
+                    f"{variable.name} under host_variables of the file's target (generators/*.targets.yaml or *.pack.yaml) "
                     "once every host's compose-manager sets it",
                 )
 
@@ -187,7 +187,11 @@ def fleet_placements(repo: Path, head: Snapshot) -> dict[str, Placement]:
     commit = head.side.commit
     if commit is None:
         directory = repo / DATA_DIRECTORY
-        names = [f"{DATA_DIRECTORY}/{path.name}" for path in directory.glob(f"*{TARGETS_SUFFIX}")]
+        names = [
+            f"{DATA_DIRECTORY}/{path.name}"
+            for suffix in (TARGETS_SUFFIX, PACK_SUFFIX)
+            for path in directory.glob(f"*{suffix}")
+        ]
 
         def read(name: str) -> bytes | None:
             try:

@@ -141,9 +141,10 @@ def check_paths_exist(repo: Path, base: Snapshot, head: Snapshot, paths: Sequenc
         _check_compose(path, [side.files[path] for side in (base, head) if path in side.files])
 
 
-# The suffixes of a stack's data (generators/<stack>.source.yaml, .targets.yaml), and
+# The suffixes of a stack's data (generators/<stack>.source.yaml, .targets.yaml, and a
+# pack's .pack.yaml: it has a `services:` key too), and
 # the parts the stacks share (generators/parts.yaml: it has a `services:` key too).
-STACK_DATA = (".source.yaml", ".targets.yaml")
+STACK_DATA = (".source.yaml", ".targets.yaml", ".pack.yaml")
 SHARED_PARTS = "generators/parts.yaml"
 
 

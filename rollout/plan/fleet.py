@@ -1,6 +1,7 @@
 """Where each prod file runs: its hosts and compose-manager project, from the fleet's data.
 
-The generators' targets files (`generators/*.targets.yaml`) name, per prod file stem,
+The generators' targets and pack files (`generators/*.targets.yaml`, `*.pack.yaml`)
+name, per prod file stem,
 the hosts that run it (`hosts`, in rollout order: the first is the canary host), when
 the hosts run it under a compose project of their own, that project (`project`;
 absent: compose-manager's default project), and the variables compose-manager's env
@@ -20,6 +21,7 @@ from tierops.errors import InputError
 from tierops.yamlload import LoadError, load_bytes
 
 TARGETS_SUFFIX = ".targets.yaml"
+PACK_SUFFIX = ".pack.yaml"
 DATA_DIRECTORY = "generators"
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -41,10 +43,10 @@ class Placement:
 
 
 def placements(names: Iterable[str], read: Callable[[str], bytes | None]) -> dict[str, Placement]:
-    """Stem -> placement, from the targets files among `names` (repository paths)."""
+    """Stem -> placement, from the targets and pack files among `names` (repository paths)."""
     found: dict[str, Placement] = {}
     for name in sorted(names):
-        if not (name.startswith(f"{DATA_DIRECTORY}/") and name.endswith(TARGETS_SUFFIX)):
+        if not (name.startswith(f"{DATA_DIRECTORY}/") and name.endswith((TARGETS_SUFFIX, PACK_SUFFIX))):
             continue
         data = read(name)
         if data is None:

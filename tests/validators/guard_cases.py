@@ -11,9 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from tests.validators.conftest import BASE, CANARY, LONG, prod_text, replace_nth
+from tests.conftest import ROOT
+from tests.validators.conftest import BASE, CANARY, LONG, PROD, replace_nth
 
+PACK_DIR = ROOT / "tests" / "fixtures" / "stacks" / "pack"
+PACK = "Pack-Fixture.yaml"
 R1 = "model-sg-glm53-w4afp8-tp4-r1"
 R2 = "model-sg-glm53-w4afp8-tp4-r2"
 PASSWORD = "Tr0ub4dor-" + "horse-staple"  # split: the token-shape hook reads this file too
@@ -27,14 +31,17 @@ class Guard:
     line: int
     col: int
     message: str
+    # Where `file` is: the fixture fleet's prod/, or the generators tests' pack.
+    directory: Path = PROD
 
     @property
     def rule(self) -> str:
         return self.check.split("/", 1)[0]
 
     def text(self) -> str:
-        mutated = self.fault(prod_text(self.file))
-        assert mutated != prod_text(self.file), self.check
+        original = (self.directory / self.file).read_text(encoding="utf-8")
+        mutated = self.fault(original)
+        assert mutated != original, self.check
         return mutated
 
 
@@ -647,5 +654,26 @@ GUARDS: list[Guard] = [
         39,
         5,
         "style only: model-sg-glm53-w4afp8-tp4-r1 command is a string; write it as a list, one word per item, so a diff shows each flag",
+    ),
+    Guard(
+        "gpu-sharing/undeclared",
+        PACK,
+        edit("    x-gpu-share: two 0.6B", "    x-gpu-shares: two 0.6B"),
+        269,
+        19,
+        "model-vllm-qwen3-embedding-0.6b GPU 0 is also reserved by model-vllm-qwen3-reranker-0.6b; give each its own GPU, or declare the sharing on every service of GPU 0 (`x-gpu-share: <why>`)",
+        PACK_DIR,
+    ),
+    Guard(
+        "gpu-sharing/memory",
+        PACK,
+        edit(
+            '      - --gpu-memory-utilization\n      - "0.15"\n',
+            '      - --gpu-memory-utilization\n      - "0.95"\n',
+        ),
+        395,
+        19,
+        "the engines on GPU 0 ask for 1.10 of its memory (model-vllm-qwen3-embedding-0.6b 0.95, model-vllm-qwen3-reranker-0.6b 0.15); lower their shares to 1.0 in all",
+        PACK_DIR,
     ),
 ]

@@ -177,6 +177,7 @@ def test_list_rules_names_every_family() -> None:
         "collector-config",
         "style",
         "wiring",
+        "gpu-sharing",
     ]
 
 

@@ -273,6 +273,22 @@ def test_credentials_in_free_text(text: str, what: str) -> None:
     assert text[hits[0].start : hits[0].end] == credential  # the span is the credential's own
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # A model architecture inside an argv's JSON: a class name of whole words.
+        ('{"architectures": ["Qwen3ForSequenceClassification"]}', False),
+        ("LlamaForCausalLMWithValueHead2024", False),
+        # Random tokens that mix cases are still tokens.
+        ("QwenXk3ForSeqZZ9classificationAbc", True),
+        ("aB3xK9mQ2wE7rT5yU1iO8pL4", True),
+        ("K7QX9ZP2LM4RT8WZ3QB6YH1N", True),
+    ],
+)
+def test_a_class_name_is_not_a_high_entropy_token(text: str, secret: bool) -> None:
+    assert any(hit.what == "a high-entropy token" for hit in secrets.text_hits(text)) is secret
+
+
 def test_the_output_boundary_reads_headers_as_the_findings_do() -> None:
     from rollout.diff import secret_values as masking
 
