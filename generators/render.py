@@ -151,7 +151,7 @@ def _stack_services(
         uses = sorted(
             target.replicas[engine.replica], key=lambda use: engine.features.index(use.feature.name)
         )
-        features = ", ".join(use.text for use in uses)
+        features = ", ".join(use.text for use in uses) or "no features"
         services.yaml_set_comment_before_after_key(
             engine.name, before=f"{engine.replica}: {features}\nconfig_variant {engine.variant}", indent=2
         )
