@@ -362,12 +362,6 @@ def load_builds(path: Path = DEFAULT_BUILD) -> tuple[BuildContract, ...]:
     return tuple(builds)
 
 
-def load_build(path: Path = DEFAULT_BUILD) -> BuildContract:
-    """The first build of engine-build.yaml (the fleet's SGLang build), for readers that
-    know one build only; the validators judge each engine by the build of its image."""
-    return load_builds(path)[0]
-
-
 def _build(path: Path, index: int, body: Any) -> BuildContract:
     try:
         engine = str(body.get("engine", ""))

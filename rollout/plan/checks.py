@@ -240,6 +240,7 @@ def flag_checks(
     for a secret flag (its value is masked, and the check would print it)."""
     if "sglang" not in _engine_kind(service):
         return []
+    image = str(service.get("image") or "")
     read = f"{compose} logs --no-log-prefix {shlex.quote(name)} 2>&1 | grep -m1 server_args"
     wanted: dict[str, tuple[str, str]] = {}  # key -> (what, expect); the last change of a flag wins
     for change in changes:
@@ -263,13 +264,13 @@ def flag_checks(
             else:
                 wanted[key] = (
                     f"{flag} is back to the build's default",
-                    f"'{key}': <the default>, no longer {_python_value(flag, value)}",
+                    f"'{key}': <the default>, no longer {_python_value(flag, value, image)}",
                 )
         elif change.op is Op.CHANGED and old == new:
             continue  # moved, same value: nothing new to see at startup
         else:
             value = new.get("value")
-            shown = "True" if value is None else _python_value(flag, value)
+            shown = "True" if value is None else _python_value(flag, value, image)
             verb = "is on" if value is None else f"is {shown}"
             wanted[key] = (f"{flag} {verb}", f"'{key}': {shown}")
     checks: list[Check] = []
@@ -291,13 +292,14 @@ def flag_checks(
     return checks
 
 
-def _python_value(flag: str, value: Any) -> str:
+def _python_value(flag: str, value: Any, image: str = "") -> str:
     """How the engine's server_args print a CLI value: by the flag's type in the
-    manifest, else by the value's shape (an int, a float, else a quoted string)."""
+    manifest of the engine's build, else by the value's shape (an int, a float, else a
+    quoted string)."""
     if isinstance(value, list):
-        return "[" + ", ".join(_python_value(flag, item) for item in value) + "]"
+        return "[" + ", ".join(_python_value(flag, item, image) for item in value) + "]"
     text = str(value)
-    kind = _flag_types().get(flag)
+    kind = _flag_types(image).get(flag)
     try:
         if kind == "int" or (kind is None and re.fullmatch(r"-?\d+", text)):
             return repr(int(text))
@@ -308,16 +310,20 @@ def _python_value(flag: str, value: Any) -> str:
     return repr(text)
 
 
-@functools.lru_cache(maxsize=1)
-def _flag_types() -> dict[str, str | None]:
-    """Flag -> argparse type of the pinned SGLang build (manifest plus patch flags);
-    empty when the manifest cannot be read (the shape rule then decides)."""
+@functools.lru_cache(maxsize=8)
+def _flag_types(image: str) -> dict[str, str | None]:
+    """Flag -> argparse type in the SGLang build that runs `image` (its manifest plus
+    patch flags), else in the first SGLang build listed (server_args are SGLang's);
+    empty when no manifest can be read (the shape rule then decides)."""
     try:
         # Imported here: only engines with flag changes need the manifest.
-        from validators.contract import load_build
+        from validators.contract import load_builds
         from validators.manifest import HERE, load_manifest
 
-        build = load_build()
+        sglang = [build for build in load_builds() if build.engine == "sglang"]
+        build = next((b for b in sglang if image in b.images), sglang[0] if sglang else None)
+        if build is None:
+            return {}
         manifest = load_manifest(HERE / build.manifest)
     except (TieropsError, OSError):
         return {}

@@ -118,3 +118,28 @@ def test_a_secret_flag_gets_no_check_that_would_print_it(
     expects = [c["expect"] for c in step(stage, "verify")["checks"] if c["what"].startswith("startup")]
     assert expects == ["'chunked_prefill_size': 16384"]
     assert "hunter2hunter2" not in str(plan)
+
+
+def test_server_args_types_come_from_an_sglang_build_whatever_the_builds_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A vLLM build listed first must not type SGLang's server_args values."""
+    from dataclasses import replace
+
+    import validators.contract as contract
+    from rollout.plan import checks
+
+    builds = contract.load_builds()
+    sglang = next(build for build in builds if build.engine == "sglang")
+    vllm = replace(
+        sglang, name="vllm-first", engine="vllm", manifest="vllm-0.23.0.json", images=("x/vllm@sha256:0",)
+    )
+    monkeypatch.setattr(contract, "load_builds", lambda *_args: (vllm, sglang))
+    checks._flag_types.cache_clear()
+    try:
+        # An SGLang int flag that vLLM does not have: typed by the SGLang manifest.
+        assert checks._python_value("--chunked-prefill-size", "16384", "any/image@sha256:1") == "16384"
+        assert checks._flag_types("any/image@sha256:1").get("--mem-fraction-static") == "float"
+        assert "--gpu-memory-utilization" not in checks._flag_types("any/image@sha256:1")
+    finally:
+        checks._flag_types.cache_clear()
