@@ -126,8 +126,8 @@ def test_server_args_types_come_from_an_sglang_build_whatever_the_builds_order(
     """A vLLM build listed first must not type SGLang's server_args values."""
     from dataclasses import replace
 
-    import validators.contract as contract
     from rollout.plan import checks
+    from validators import contract
 
     builds = contract.load_builds()
     sglang = next(build for build in builds if build.engine == "sglang")
