@@ -7,8 +7,9 @@ beside each other on a host that packs several), so it is declared: every servic
 shared GPU carries `x-gpu-share: <why>` (Compose ignores `x-` keys). The metrics
 exporter, which watches every GPU and uses none, is not a sharer.
 
-- In a file no stack contract claims, an undeclared overlap is an error (in a claimed
-  file the contract's GPU assignment, prod-config, says the same).
+- An undeclared overlap is an error in a pack's file (contracts/packs.yaml) and a
+  warning in a file nothing claims: another team may share GPUs on purpose without our
+  declaration. In a stack's file the contract's GPU assignment (prod-config) decides.
 - Engines on a shared GPU each set their share of its memory (SGLang
   `--mem-fraction-static`, vLLM `--gpu-memory-utilization`); without it the engine takes
   its default, most of the GPU. The shares of one GPU add up to 1.0 at most.
@@ -32,7 +33,7 @@ from collections.abc import Iterator
 from tierops.argv import MEMORY_FRACTION
 from tierops.roles import Role
 from validators.context import Context, engine_services
-from validators.findings import Finding, error
+from validators.findings import Finding, error, warning
 from validators.model import ComposeFile, Service, Token
 from validators.wiring.graph import service_roles
 
@@ -46,7 +47,7 @@ SHARE_KEY = "x-gpu-share"
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     on = _on_gpus(compose, ctx)
     if ctx.contract is None:
-        yield from _undeclared(compose, on)
+        yield from _undeclared(compose, on, strict=ctx.pack is not None)
     yield from _memory(compose, on)
 
 
@@ -69,7 +70,10 @@ def _declared(service: Service) -> bool:
     return isinstance(reason, str) and bool(reason.strip())
 
 
-def _undeclared(compose: ComposeFile, on: dict[str, list[tuple[Service, Token]]]) -> Iterator[Finding]:
+def _undeclared(
+    compose: ComposeFile, on: dict[str, list[tuple[Service, Token]]], *, strict: bool
+) -> Iterator[Finding]:
+    level = error if strict else warning
     for gpu, held in on.items():
         if len(held) < 2:
             continue
@@ -77,7 +81,7 @@ def _undeclared(compose: ComposeFile, on: dict[str, list[tuple[Service, Token]]]
             if _declared(service):
                 continue
             others = ", ".join(other.name for other, _ in held if other.name != service.name)
-            yield error(
+            yield level(
                 compose.path,
                 token.pos,
                 ID,

@@ -154,3 +154,15 @@ def test_list_shows_each_member_replica_and_its_gpus(
     assert code == 0
     assert "Pack-Fixture  " in out and "  pack" in out
     assert "    qwen3emb r1 (GPUs 0): \n    qwen3rerank r1 (GPUs 0): " in out
+
+
+def test_undeclared_sharing_is_a_warning_in_a_file_nothing_claims(tmp_path: Path) -> None:
+    # Another team's pack may share a GPU on purpose without our declaration.
+    foreign = tmp_path / "Their-Pack.yaml"
+    foreign.write_text(
+        RENDERED.read_text(encoding="utf-8").replace("    x-gpu-share: two 0.6B", "    x-note: two 0.6B", 1),
+        encoding="utf-8",
+    )
+    result = run_cli("--format", "text", foreign)
+    line = next(line for line in result.out.splitlines() if "(gpu-sharing)" in line)
+    assert "[warning] model-vllm-qwen3-embedding-0.6b GPU 0 is also reserved by" in line
