@@ -107,6 +107,13 @@ class Stack:
     engines: dict[str, str] = field(default_factory=dict)  # service -> sglang | vllm
     proxies: list[str] = field(default_factory=list)
     front_doors: list[str] = field(default_factory=list)
+    # Each proxy's pool: the engines its environment names (a file of several models
+    # has one proxy, and one pool, per model).
+    pools: dict[str, list[str]] = field(default_factory=dict)
+
+    def pool_of(self, engine: str) -> list[str]:
+        """The engines balanced together with `engine` (all of them when no proxy names it)."""
+        return next((pool for pool in self.pools.values() if engine in pool), list(self.engines))
 
     @property
     def services(self) -> dict[str, dict[str, Any]]:
@@ -130,8 +137,10 @@ def read_stack(model: dict[str, Any]) -> Stack:
         if name in stack.engines:
             continue
         env = spec.get("environment") or {}
-        if any(url_hosts(str(value or "")) & engine_names for value in env.values()):
+        named = {host for value in env.values() for host in url_hosts(str(value or ""))} & engine_names
+        if named:
             stack.proxies.append(name)
+            stack.pools[name] = [engine for engine in stack.engines if stack.names(engine) & named]
         if spec.get("ports"):
             stack.front_doors.append(name)
     return stack

@@ -314,11 +314,13 @@ class Rehearsal:
         if not self.stack.front_doors:
             return "no service publishes a port: nothing to probe from outside"
         notes = []
+        reached: set[str] = set()
         for door in self.stack.front_doors:
+            door_reached: set[str] = set()
             # A port may serve something else (a discovery stub answering only
-            # /v1/models): it must answer, and at least one port must reach every engine.
+            # /v1/models, a health port): it must answer, and each port that routes
+            # completions must reach every engine of the pool it routes to.
             refused: list[str] = []
-            routed = False
             for target, port in self._published(door):
                 scheme = self._scheme(port)
                 if scheme is None:
@@ -331,24 +333,33 @@ class Rehearsal:
                 if not self.stack.engines:
                     notes.append(f"{where} answers")
                     continue
-                refusal = self._route(where, scheme, port, door)
-                if refusal:
-                    refused.append(refusal)
+                route = self._route(where, scheme, port, door)
+                if isinstance(route, str):
+                    refused.append(route)
                     notes.append(f"{where} answers, routes no completion")
                 else:
-                    routed = True
-                    notes.append(f"{where} -> {len(self.stack.engines)} engine(s)")
-            if self.stack.engines and not routed:
+                    door_reached |= route
+                    notes.append(f"{where} -> {len(route)} engine(s)")
+            reached |= door_reached
+            if self.stack.engines and not door_reached:
                 raise ProbeFailed(
                     "front-door",
                     f"no published port of {door} reaches the engines: {'; '.join(refused)}",
                     [door, *self.stack.proxies],
                 )
+        unreached = sorted(set(self.stack.engines) - reached)
+        if self.stack.engines and unreached:
+            raise ProbeFailed(
+                "front-door",
+                f"no published port reaches {', '.join(unreached)}: its model cannot be served from outside",
+                [*self.stack.front_doors, *self.stack.proxies],
+            )
         return "; ".join(notes)
 
-    def _route(self, where: str, scheme: str, port: int, door: str) -> str | None:
-        """None when completions through the port reach every engine; the refusal when the
-        port answers the first one with an error (it serves something else)."""
+    def _route(self, where: str, scheme: str, port: int, door: str) -> set[str] | str:
+        """The engines completions through the port reach: every engine of the pools of
+        those it reached, or ProbeFailed; the refusal when the port answers the first
+        completion with an error (it serves something else)."""
         assert self.stack is not None
         identities = self._identities()
         body = {"model": "rehearse", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 4}
@@ -373,14 +384,16 @@ class Rehearsal:
         status, _, data = self._request(scheme, port, "/v1/models")
         if status != 200 or b'"data"' not in data:
             raise ProbeFailed("front-door", f"{where}: /v1/models answered {status}", [door])
-        missing = sorted(set(self.stack.engines) - seen)
+        engines = seen & set(self.stack.engines)
+        pools = {member for name in engines for member in self.stack.pool_of(name)} or set(self.stack.engines)
+        missing = sorted(pools - seen)
         if missing:
             raise ProbeFailed(
                 "front-door",
                 f"{where} never reached {', '.join(missing)} in {tries} requests",
                 [*self.stack.proxies, *missing],
             )
-        return None
+        return engines
 
     def _engine_url(self, name: str) -> str:
         assert self.stack is not None

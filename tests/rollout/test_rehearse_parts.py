@@ -176,3 +176,22 @@ def test_the_probe_under_way_is_a_live_line_on_a_terminal_and_nothing_in_a_pipe(
     monkeypatch.undo()
     rehearse_cli.progress("f.yaml: probe up (1 of 6)")
     assert capsys.readouterr() == ("", "")  # not a terminal: the results alone
+
+
+def test_each_proxy_has_its_own_pool_and_an_engine_no_proxy_names_pools_with_all() -> None:
+    model: dict[str, Any] = {
+        "services": {
+            "chat-r1": {"command": ["vllm", "serve", "m"]},
+            "chat-r2": {"command": ["vllm", "serve", "m"]},
+            "embed": {"command": ["vllm", "serve", "e"], "container_name": "embed-c"},
+            "lonely": {"command": ["vllm", "serve", "l"]},
+            "proxy-chat": {"environment": {"VLLM_BACKEND_URLS": "http://chat-r1:8000,http://chat-r2:8000"}},
+            "proxy-embed": {"environment": {"VLLM_BACKEND_URLS": "http://embed-c:8000"}},
+            "nginx": {"ports": [{"target": 8002, "published": "8002"}]},
+        }
+    }
+    stack = read_stack(model)
+    assert stack.pools == {"proxy-chat": ["chat-r1", "chat-r2"], "proxy-embed": ["embed"]}
+    assert stack.pool_of("chat-r2") == ["chat-r1", "chat-r2"]
+    assert stack.pool_of("embed") == ["embed"]
+    assert stack.pool_of("lonely") == ["chat-r1", "chat-r2", "embed", "lonely"]
