@@ -150,6 +150,16 @@ class Conflict:
     message: str
 
 
+@dataclass(frozen=True)
+class Requirement:
+    """A flag the engine refuses to start with unless one of `needs` is set too."""
+
+    flag: str
+    needs: tuple[str, ...]
+    level: str
+    message: str
+
+
 ENGINE_KINDS = ("sglang", "vllm")
 
 
@@ -163,6 +173,7 @@ class BuildContract:
     manifest: str  # a file of validators/manifest/ (an absolute path as written)
     patch_flags: Mapping[str, PatchFlag]
     conflicts: tuple[Conflict, ...]
+    requires: tuple[Requirement, ...] = ()
     # The images that run this build: only their engines are judged by its manifest.
     images: tuple[str, ...] = ()
     engine: str = "sglang"  # sglang | vllm: the program whose argv the manifest describes
@@ -342,7 +353,7 @@ def load_builds(path: Path = DEFAULT_BUILD) -> tuple[BuildContract, ...]:
         raise InputError(
             "engine build contract has no `builds:` list",
             where=str(path),
-            hint="list each build under `builds:` with name, engine, manifest, images, patch_flags, conflicts",
+            hint="list each build under `builds:` with name, engine, manifest, images, patch_flags, conflicts, requires",
         )
     builds: list[BuildContract] = []
     owner: dict[str, str] = {}
@@ -384,6 +395,10 @@ def _build(path: Path, index: int, body: Any) -> BuildContract:
             conflicts=tuple(
                 Conflict(_strs(item["flags"]), str(item["level"]), str(item["message"]))
                 for item in body.get("conflicts") or ()
+            ),
+            requires=tuple(
+                Requirement(str(item["flag"]), _strs(item["needs"]), str(item["level"]), str(item["message"]))
+                for item in body.get("requires") or ()
             ),
             images=_strs(body.get("images")),
             engine=engine,

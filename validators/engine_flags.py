@@ -281,6 +281,7 @@ def _check_engine(path: str, service: Service, build: EngineBuild) -> Iterator[F
         uses.append(Use(written, spec.flag, tuple(values), token.pos, sep))
         yield from _values(path, name, spec, uses[-1], engine)
     yield from _conflicts(path, name, uses, build)
+    yield from _requires(path, name, uses, build)
 
 
 def _dotted(path: str, name: str, spec: FlagSpec, word: _Word, token: Token) -> list[Finding]:
@@ -396,6 +397,17 @@ def _type_problem(kind: str | None, text: str, engine: str = "sglang") -> str | 
         except ValueError:
             return "is not JSON"
     return None
+
+
+def _requires(path: str, name: str, uses: list[Use], build: EngineBuild) -> Iterator[Finding]:
+    contract = build.contract
+    present = {canonical(use.flag, contract.engine): use for use in uses}
+    for rule in contract.requires:
+        use = present.get(canonical(rule.flag, contract.engine))
+        if use is None or any(canonical(flag, contract.engine) in present for flag in rule.needs):
+            continue
+        text = f"{name} sets {rule.flag} without {' or '.join(rule.needs)}: {rule.message}"
+        yield (warning if rule.level == "warning" else error)(path, use.pos, ID, text)
 
 
 def _conflicts(path: str, name: str, uses: list[Use], build: EngineBuild) -> Iterator[Finding]:

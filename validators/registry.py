@@ -82,6 +82,7 @@ CHECKS: dict[str, tuple[str, str]] = {
     "engine-flags/values": (engine_flags.ID, "_values"),
     "engine-flags/choices": (engine_flags.ID, "_choice_findings"),
     "engine-flags/conflicts": (engine_flags.ID, "_conflicts"),
+    "engine-flags/requires": (engine_flags.ID, "_requires"),
     "otel-labels/label-block": (otel_labels.ID, "_label_block"),
     "otel-labels/jobs": (otel_labels.ID, "_jobs"),
     "otel-labels/extra-label": (otel_labels.ID, "_extra_label"),

@@ -676,4 +676,13 @@ GUARDS: list[Guard] = [
         "the engines on GPU 0 ask for 1.10 of its memory (model-vllm-qwen3-embedding-0.6b 0.95, model-vllm-qwen3-reranker-0.6b 0.15); lower their shares to 1.0 in all",
         PACK_DIR,
     ),
+    Guard(
+        "engine-flags/requires",
+        PACK,
+        edit("      - --tool-call-parser\n      - qwen3_coder\n", ""),
+        54,
+        9,
+        'model-vllm-qwen36-35b-a3b-fp8-tp1-r1 sets --enable-auto-tool-choice without --tool-call-parser: vLLM exits at startup ("--enable-auto-tool-choice requires --tool-call-parser"); name the model\'s parser',
+        PACK_DIR,
+    ),
 ]
