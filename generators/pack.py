@@ -10,7 +10,6 @@ declared under `gpu_sharing`, with the reason, or the pack is refused.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,8 @@ from typing import Any
 from generators.parts import apply_parts
 from generators.reader import Reader, fleet_relative
 from generators.source import GenerationRefused, Source, Target, engine_name, read_images
-from generators.targets import TIERS, replica_features
-from tierops.errors import InputError
-from tierops.yamlio import Mark, load_roundtrip
+from generators.targets import TIERS, file_entries, replica_features
+from tierops.yamlio import Mark
 
 PACK_SUFFIX = ".pack.yaml"
 PACK_KEYS = (
@@ -35,7 +33,6 @@ SHARING_KEYS = ("gpu", "engines", "reason")
 HOST_ROLES = ("front-door", "registrar", "metrics-exporter", "collector")
 # Ports the pack's front door keeps for itself (its health check listens on 8000).
 _RESERVED_PORTS = {8000}
-_STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
@@ -83,20 +80,9 @@ class Pack:
 
 def load_packs(path: Path, sources: Mapping[str, Source]) -> list[Pack]:
     """Every pack of one pack file; `sources` are the directory's stacks by name."""
-    shown = fleet_relative(path)
-    doc = load_roundtrip(path, display=shown)
-    if not hasattr(doc, "items") or not doc:
-        raise InputError("a pack file must be a non-empty YAML mapping", where=f"{shown}:1:1")
-    r = Reader(shown)
+    r, entries = file_entries(path, "pack")
     packs: list[Pack] = []
-    for name, spec in doc.items():
-        where = r.at(doc, name)
-        if not isinstance(name, str) or not _STEM.match(name):
-            r.fail(where, f"pack name {name!r} is not a valid file stem")
-            continue
-        if not hasattr(spec, "items"):
-            r.fail(where, f"pack '{name}' must be a mapping")
-            continue
+    for name, spec, where in entries:
         pack = _pack(r, path, name, spec, where, sources)
         if pack is not None:
             packs.append(pack)

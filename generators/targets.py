@@ -30,21 +30,32 @@ TARGET_KEYS = (
 )  # fmt: skip
 
 
-def load_targets(source: Source, path: Path, *, display: str | None = None) -> list[Target]:
+def file_entries(
+    path: Path, what: str, display: str | None = None
+) -> tuple[Reader, list[tuple[str, Any, Mark]]]:
+    """The entries of a targets or pack file (`what`): each key, a file stem under prod/,
+    with its mapping and where it is; a bad key or entry is a problem on the Reader."""
     shown = display or fleet_relative(path)
     doc = load_roundtrip(path, display=shown)
     if not hasattr(doc, "items") or not doc:
-        raise InputError("the targets file must be a non-empty YAML mapping", where=f"{shown}:1:1")
+        raise InputError(f"the {what} file must be a non-empty YAML mapping", where=f"{shown}:1:1")
     r = Reader(shown)
-    targets: list[Target] = []
+    entries: list[tuple[str, Any, Mark]] = []
     for name, spec in doc.items():
         where = r.at(doc, name)
         if not isinstance(name, str) or not _STEM.match(name):
-            r.fail(where, f"target name {name!r} is not a valid file stem")
-            continue
-        if not hasattr(spec, "items"):
-            r.fail(where, f"target '{name}' must be a mapping")
-            continue
+            r.fail(where, f"{what} name {name!r} is not a valid file stem")
+        elif not hasattr(spec, "items"):
+            r.fail(where, f"{what} '{name}' must be a mapping")
+        else:
+            entries.append((name, spec, where))
+    return r, entries
+
+
+def load_targets(source: Source, path: Path, *, display: str | None = None) -> list[Target]:
+    r, entries = file_entries(path, "target", display)
+    targets: list[Target] = []
+    for name, spec, where in entries:
         r.known(spec, TARGET_KEYS, f"target '{name}'")
         tier = r.scalar(spec, "tier", str)
         if tier is not None and tier not in TIERS:
