@@ -1,6 +1,6 @@
 """The engine builds' CLI flags: committed manifests, read without importing the engines.
 
-`python -m validators.manifest extract <wheel>` writes a manifest (extract.py for an
+`python -m validators.manifest extract <wheel>` writes a manifest (sglang.py for an
 SGLang wheel, vllm.py for a vLLM one);
 engine-flags reads it through `load_manifest`.
 """

@@ -1,6 +1,6 @@
 """Cross-check the static manifest against sglang's own argparse parser.
 
-The manifest is extracted statically (extract.py reads the source with `ast`). This
+The manifest is extracted statically (sglang.py reads the source with `ast`). This
 module checks it against a second, independent path: probe.py, run in a child
 process, builds the real parser from the same wheel by executing
 `ServerArgs.add_cli_args` with every non-sglang import stubbed, and reports each

@@ -29,16 +29,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from validators.manifest.extract import (
+from validators.manifest.pyread import (
     _KEYS,
     _NO_VALUE_ACTIONS,
-    _Extractor,
     _json_value,
     _Module,
     _name,
     _Unresolved,
     _Wheel,
 )
+from validators.manifest.sglang import _Extractor
 
 CLI_ARGS = "vllm/entrypoints/openai/cli_args.py"
 ARG_UTILS = "vllm/engine/arg_utils.py"
