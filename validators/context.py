@@ -48,6 +48,8 @@ class Context:
     # Files of several stacks (contracts/packs.yaml), by stem, and the one being checked.
     packs: Mapping[str, PackClaim] = field(default_factory=dict)
     pack: PackClaim | None = None
+    # In a pack's file: the member stacks' contracts that list the file under `files:`.
+    members: tuple[Contract, ...] = ()
 
     def build_of(self, image: str) -> EngineBuild | None:
         """The build whose `images:` lists `image` (None: no known build runs it)."""
@@ -55,8 +57,13 @@ class Context:
 
     def for_file(self, stem: str) -> Context:
         """This context with the contract that claims the file `stem` (None if none does)."""
-        claiming = next((contract for contract in self.contracts if stem in contract.files), None)
-        return replace(self, contract=claiming, pack=self.packs.get(stem))
+        pack = self.packs.get(stem)
+        claiming = [contract for contract in self.contracts if stem in contract.files]
+        if pack is not None:
+            # A pack's file: no one stack's; its members' contracts judge their own engines.
+            members = tuple(c for c in claiming if c.path.stem in pack.members)
+            return replace(self, contract=None, pack=pack, members=members)
+        return replace(self, contract=claiming[0] if claiming else None, pack=None, members=())
 
     @property
     def claimed(self) -> Contract:
@@ -66,7 +73,7 @@ class Context:
         return self.contract
 
     def known_files(self) -> list[str]:
-        return sorted([*(stem for contract in self.contracts for stem in contract.files), *self.packs])
+        return sorted({*(stem for contract in self.contracts for stem in contract.files), *self.packs})
 
 
 def engine_services(compose: ComposeFile, ctx: Context) -> list[str]:

@@ -336,11 +336,12 @@ def _contract(path: Path, raw: dict[str, Any]) -> Contract:
         parity_env=_strs(parity.get("env")),
         chunk_requires_qsplit=_strs((raw.get("pairing") or {}).get("chunk_requires_qsplit")),
         proxy=raw["proxy"],
-        nginx=raw["nginx"],
-        registrar=raw["registrar"],
+        # A stack that lives only in packs has no front door or registrar of its own.
+        nginx=raw.get("nginx") or {},
+        registrar=raw.get("registrar") or {},
         files=files,
         telemetry=raw["telemetry"],
-        dcgm=raw["dcgm"],
+        dcgm=raw.get("dcgm") or {},
         wiring=wiring,
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tierops import layout
@@ -60,7 +60,12 @@ def _rules(compose: object, ctx: Context, rules: Sequence[str]) -> list[Finding]
     for rule in rules:
         module = RULES[rule]
         if ctx.contract is None and getattr(module, "NEEDS_CONTRACT", False):
-            continue  # a stack's own policy: only for the files its contract claims
+            # A stack's own policy: only for the files its contract claims, and for its
+            # own engines in a pack's file where the family judges members.
+            if getattr(module, "JUDGES_PACK_MEMBERS", False):
+                for member in ctx.members:
+                    found.extend(module.check(compose, replace(ctx, contract=member)))
+            continue
         found.extend(module.check(compose, ctx))
     # One mutation can be seen twice by one family (e.g. a value and its position);
     # identical findings are printed once.
@@ -126,7 +131,20 @@ def _unclaimed(path: Path, display: str, ctx: Context) -> list[Finding]:
     would silently get only the generic checks."""
     stem = path.stem
     claimed = ctx.for_file(stem)
-    if claimed.contract is not None or claimed.pack is not None:
+    if claimed.pack is not None:
+        judged = {contract.path.stem for contract in claimed.members}
+        return [
+            error(
+                display,
+                START,
+                "prod-config",
+                f"pack member {member} has no contract that lists '{stem}' under files: "
+                f"(validators/contracts/{member}.yaml); its engines would get no stack checks",
+            )
+            for member in claimed.pack.members
+            if member not in judged
+        ]
+    if claimed.contract is not None:
         return []
     contracts = ", ".join(layout.shown(contract.path) for contract in ctx.contracts) or "none"
     return [

@@ -166,3 +166,35 @@ def test_undeclared_sharing_is_a_warning_in_a_file_nothing_claims(tmp_path: Path
     result = run_cli("--format", "text", foreign)
     line = next(line for line in result.out.splitlines() if "(gpu-sharing)" in line)
     assert "[warning] model-vllm-qwen3-embedding-0.6b GPU 0 is also reserved by" in line
+
+
+def test_each_member_s_contract_judges_its_own_engines_in_the_pack(tmp_path: Path) -> None:
+    changed = tmp_path / "Pack-Fixture.yaml"
+    text = RENDERED.read_text(encoding="utf-8")
+    old = '      - --gpu-memory-utilization\n      - "0.15"\n'
+    assert old in text
+    changed.write_text(text.replace(old, old.replace("0.15", "0.25"), 1), encoding="utf-8")
+    result = run_cli("--format", "text", changed)
+    assert result.code == 1
+    assert (
+        "model-vllm-qwen3-embedding-0.6b --gpu-memory-utilization is 0.25; the contract says 0.15 "
+        "(validators/contracts/qwen3emb.yaml) (prod-config)"
+    ) in result.out
+    # The other members' contracts say nothing of a service that is not theirs.
+    assert result.out.count("(prod-config)") == 1
+
+
+def test_a_pack_member_without_a_contract_for_the_file_is_an_error() -> None:
+    from dataclasses import replace
+
+    from validators.context import load_context
+    from validators.runner import _unclaimed
+
+    ctx = load_context()
+    without = replace(ctx, contracts=tuple(c for c in ctx.contracts if c.path.stem != "qwen3emb"))
+    found = _unclaimed(Path("prod/Pack-Fixture.yaml"), "prod/Pack-Fixture.yaml", without)
+    assert [finding.message for finding in found] == [
+        "pack member qwen3emb has no contract that lists 'Pack-Fixture' under files: "
+        "(validators/contracts/qwen3emb.yaml); its engines would get no stack checks"
+    ]
+    assert _unclaimed(Path("prod/Pack-Fixture.yaml"), "prod/Pack-Fixture.yaml", ctx) == []

@@ -91,6 +91,8 @@ __all__ = [
 ID = "prod-config"
 
 NEEDS_CONTRACT = True
+# In a pack's file, each member stack's contract judges that stack's own services.
+JUDGES_PACK_MEMBERS = True
 
 
 SUMMARY = "the argv/env/variant/GPU/parity/pool/pairing contract of the stack that claims the file (validators/contracts/)"
@@ -106,7 +108,10 @@ def _check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     contract = ctx.claimed
     path = compose.path
     file = contract.files[compose.stem]
-    yield from _service_set(compose, contract)
+    # In a pack's file the contract is one member's: its services are there, beside the
+    # other members' and the host's (whose front door and registrar are the pack's).
+    member = ctx.pack is not None
+    yield from _service_set(compose, contract, member=member)
     yield from _profiles(compose, file)
     engines: list[tuple[Replica, Service]] = [
         (replica, compose.services[replica.service])
@@ -125,16 +130,18 @@ def _check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
         yield from _variant(compose, service, replica, file, contract)
         yield from _gpus(path, service, replica, contract)
         yield from _pairing(path, service, contract)
-    yield from _gpu_overlap(path, engines)
+    if not member:  # in a pack, gpu-sharing judges the GPUs the members share
+        yield from _gpu_overlap(path, engines)
     yield from _rendezvous(path, engines)
     yield from _parity(path, engines, file, contract, contract_findings)
     yield from _proxy(compose, contract, engines)
     yield from _downloader(compose, contract)
-    yield from _nginx(compose, contract, file)
-    yield from _registrar(compose, contract, file)
+    if not member:
+        yield from _nginx(compose, contract, file)
+        yield from _registrar(compose, contract, file)
 
 
-def _service_set(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
+def _service_set(compose: ComposeFile, contract: Contract, *, member: bool = False) -> Iterator[Finding]:
     for name in contract.services:
         if name not in compose.services:
             yield error(
@@ -144,7 +151,7 @@ def _service_set(compose: ComposeFile, contract: Contract) -> Iterator[Finding]:
                 f"service {name} is missing (the contract's service set)",
             )
     for service in compose:
-        if service.name not in contract.services:
+        if not member and service.name not in contract.services:
             yield error(
                 compose.path,
                 service.pos,
