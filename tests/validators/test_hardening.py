@@ -170,6 +170,24 @@ def test_single_structured_mutations_never_crash_and_stay_under_two_seconds(
     assert spent < PER_FILE_SECONDS, f"{kind} #{choice}: {spent:.2f} s"
 
 
+@pytest.mark.parametrize(
+    "section", ["volumes: true\n", "volumes:\n  1: {}\n", "volumes: [huggingface_cache]\n"]
+)
+def test_a_top_level_volumes_section_of_another_type_is_a_finding_not_a_crash(
+    section: str, tmp_path: Path
+) -> None:
+    """An exhaustive run of the retype mutations found these crashing the wiring rule."""
+    text = FILES[BASE]
+    old = "volumes:\n  huggingface_cache: {}\n"
+    assert old in text
+    path = tmp_path / BASE
+    path.write_text(text.replace(old, section), encoding="utf-8")
+    result = run_cli("--format", "text", path)
+    assert "internal error" not in result.err
+    assert result.code == 1, result.err
+    assert "mounts volume huggingface_cache, which is not defined under top-level volumes" in result.out
+
+
 def test_the_mutator_changes_each_kind_of_thing() -> None:
     text = FILES[LONG]
     same = structured.dump(structured.load(text))

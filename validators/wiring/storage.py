@@ -321,19 +321,21 @@ def mount_sources(compose: ComposeFile) -> Iterator[Finding]:
                         compose,
                         service.at(key, index),
                         "mount-source",
-                        f"{service.name} mounts {key[:-1]} {source}, which is not defined under top-level {key}: (defined: {', '.join(sorted(defined)) or 'none'})",
+                        f"{service.name} mounts {key[:-1]} {source}, which is not defined under top-level {key}: (defined: {', '.join(sorted(map(str, defined))) or 'none'})",
                     )
-        volumes = sections.get("volumes") or {}
+        listed = sections.get("volumes")
+        volumes = listed if isinstance(listed, dict) else {}
         for index, entry in enumerate(service.get("volumes") or ()):
             if (
                 isinstance(entry, dict)
                 and entry.get("type") == "volume"
-                and entry.get("source")
+                and isinstance(entry.get("source"), str)
+                and entry["source"]
                 and entry["source"] not in volumes
             ):
                 yield checks.finding(
                     compose,
                     service.at("volumes", index),
                     "mount-source",
-                    f"{service.name} mounts volume {entry['source']}, which is not defined under top-level volumes: (defined: {', '.join(sorted(volumes)) or 'none'})",
+                    f"{service.name} mounts volume {entry['source']}, which is not defined under top-level volumes: (defined: {', '.join(sorted(map(str, volumes))) or 'none'})",
                 )
