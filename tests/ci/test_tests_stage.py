@@ -18,9 +18,10 @@ import pytest
 
 from ci import matrix_markdown, record, stage
 from ci.inputs import prod_files
+from ci.junit import JUNIT, JunitReport, read_junit
 from ci.record import assemble, parse_outcomes
 from ci.stage import ROOT, RUN_ENV, result_path
-from ci.stages import JUNIT, Context, JunitReport, read_junit, run_tests
+from ci.stages import Context, run_tests
 from tests.ci.matrix_records import cell, passing_record, sample_record
 from tests.conftest import FLEET
 from tierops.checkmatrix import headline
