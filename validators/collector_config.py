@@ -43,6 +43,8 @@ from validators.model import ComposeFile, Service
 ID = "collector-config"
 # A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).
 NEEDS_CONTRACT = True
+# A pack's file is judged once per member contract (identical findings are said once).
+JUDGES_PACK_MEMBERS = True
 
 SUMMARY = "the embedded collector config parses; pipelines name defined components; every ${env:VAR} is set"
 

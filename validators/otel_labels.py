@@ -54,6 +54,8 @@ from validators.model import ComposeFile, Service, engine_image_prefix
 ID = "otel-labels"
 # A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).
 NEEDS_CONTRACT = True
+# In a pack's file, each member's contract judges its own services' labels and jobs.
+JUDGES_PACK_MEMBERS = True
 
 SUMMARY = "the telemetry label contract: label blocks on scraped services and one matching scrape job each in the collector config"
 
@@ -66,10 +68,12 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     prefix = str(telemetry["label_prefix"])
     col = telemetry["collector"]
     scraped = [name for name in telemetry["scraped"] if name in compose.services]
+    # In a pack's file the contract is one member's: the other services are not its to judge.
+    own = set(ctx.claimed.services) if ctx.pack is not None else {service.name for service in compose}
     for service in compose:
         if service.name in scraped:
             yield from _label_block(compose, service, ctx)
-        elif service.labels.get(prefix + "scrape") == "true":
+        elif service.name in own and service.labels.get(prefix + "scrape") == "true":
             yield error(
                 compose.path,
                 service.label_pos[prefix + "scrape"],
@@ -223,8 +227,18 @@ def _jobs(  # noqa: PLR0912 (one branch per check)
         for key in job.labels:
             if key not in want_labels:
                 yield from _extra_label(path, job, key, service, ctx)
+    # In a pack's file the other members' (and the host's) labelled services own theirs.
+    others = (
+        {
+            str(service.labels.get(prefix + "job"))
+            for service in compose
+            if service.name not in services_by_job
+        }
+        if ctx.pack is not None
+        else set()
+    )
     for job in parsed.jobs:
-        if job.name not in services_by_job:
+        if job.name not in services_by_job and job.name not in others:
             yield error(
                 path,
                 job.pos,

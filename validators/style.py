@@ -31,6 +31,8 @@ from validators.model import ComposeFile
 ID = "style"
 # The house spelling of generated files: only for files a stack contract claims.
 NEEDS_CONTRACT = True
+# A pack's file is judged once per member contract (identical findings are said once).
+JUDGES_PACK_MEMBERS = True
 
 SUMMARY = (
     "the one spelling of generated files (mapping labels, list commands); warnings, never a change in meaning"

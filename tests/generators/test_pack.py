@@ -198,3 +198,19 @@ def test_a_pack_member_without_a_contract_for_the_file_is_an_error() -> None:
         "(validators/contracts/qwen3emb.yaml); its engines would get no stack checks"
     ]
     assert _unclaimed(Path("prod/Pack-Fixture.yaml"), "prod/Pack-Fixture.yaml", ctx) == []
+
+
+def test_a_member_s_labels_are_judged_by_its_contract_and_not_by_the_others(tmp_path: Path) -> None:
+    changed = tmp_path / "Pack-Fixture.yaml"
+    text = RENDERED.read_text(encoding="utf-8")
+    old = "      tierops.otel.model: Qwen/Qwen3-Embedding-0.6B\n"
+    assert old in text
+    changed.write_text(text.replace(old, old.replace("0.6B", "8B"), 1), encoding="utf-8")
+    result = run_cli("--format", "text", changed)
+    assert result.code == 1
+    findings = [line for line in result.out.splitlines() if line.endswith("(otel-labels)")]
+    assert len(findings) == 2, result.out
+    assert (
+        "model-vllm-qwen3-embedding-0.6b label tierops.otel.model is 'Qwen/Qwen3-Embedding-8B'; "
+        "expected 'Qwen/Qwen3-Embedding-0.6B'"
+    ) in findings[0]
