@@ -179,23 +179,51 @@ def _labels(service: Mapping[str, Any]) -> dict[str, str]:
         return {}
 
 
+def _real_request(
+    options: Mapping[str, str], switches: set[str], model: str
+) -> tuple[str, str, dict[str, Any], str]:
+    """What one real request to the engine is, by what it serves: a pooling model (vLLM
+    `--runner pooling`, SGLang `--is-embedding`) answers embeddings, or scores when it
+    is converted to a classifier (a reranker); anything else a chat completion."""
+    pooling = (
+        options.get("--runner") == "pooling"
+        or "--is-embedding" in switches
+        or options.get("--task")
+        in (
+            "embed",
+            "embedding",
+            "score",
+            "classify",
+        )
+    )
+    if pooling and (options.get("--convert") == "classify" or options.get("--task") in ("score", "classify")):
+        return (
+            "score",
+            "/v1/score",
+            {"model": model, "text_1": "Is this OK?", "text_2": ["OK."]},
+            "HTTP 200 with one score",
+        )
+    if pooling:
+        return "embedding", "/v1/embeddings", {"model": model, "input": "OK"}, "HTTP 200 with one embedding"
+    request = {"model": model, "messages": [{"role": "user", "content": "Reply with OK."}], "max_tokens": 8}
+    return "completion", "/v1/chat/completions", request, "HTTP 200 with one choice"
+
+
 def _engine(
     compose: str, name: str, service: Mapping[str, Any], labels: Mapping[str, str], changes: Sequence[Change]
 ) -> list[Check]:
     options = _options(service)
     port = options.get("--port") or "8000"
     model = options.get("--served-model-name") or options.get("--model-path") or options.get("--model") or ""
-    body = json.dumps(
-        {"model": model, "messages": [{"role": "user", "content": "Reply with OK."}], "max_tokens": 8},
-        separators=(",", ":"),
-    )
-    url = f"http://localhost:{port}/v1/chat/completions"
+    what, path, request, expect = _real_request(options, _switches(service), model)
+    body = json.dumps(request, separators=(",", ":"))
+    url = f"http://localhost:{port}{path}"
     checks = [
         Check(
-            "one real completion through this replica alone",
+            f"one real {what} through this replica alone",
             f"{compose} exec -T {shlex.quote(name)} curl -fsS --max-time 300 {url} "
             f"-H 'Content-Type: application/json' -d {shlex.quote(body)}",
-            "HTTP 200 with one choice",
+            expect,
         )
     ]
     variant = labels.get(VARIANT_LABEL)
@@ -338,6 +366,15 @@ def _options(service: Mapping[str, Any]) -> dict[str, str]:
     except SpellingError:
         return {}
     return {option.flag: option.value for option in split_argv(tokens).options if option.value is not None}
+
+
+def _switches(service: Mapping[str, Any]) -> set[str]:
+    """The flags written without a value (`--is-embedding`)."""
+    try:
+        tokens = command_tokens(service.get("command")) or []
+    except SpellingError:
+        return set()
+    return {option.flag for option in split_argv(tokens).options if option.value is None}
 
 
 def _engine_kind(service: Mapping[str, Any]) -> str:

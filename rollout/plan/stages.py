@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from rollout.diff.changes import Aspect, Change, FileChange, Op, Status
-from rollout.plan.checks import checks_for
+from rollout.plan.checks import checks_for, served_model
 from rollout.plan.model import Stage, Step, Tags
 from rollout.plan.steps import Action, ComposeCall, Mode
 from tierops.roles import INTERRUPTS_TRAFFIC, Role
@@ -73,6 +73,12 @@ class Context:
             }
         self.serving_after = frozenset(head_engines)
         self.has_engines = bool(base_engines or head_engines)
+        # The model each engine serves: a file of several models (a pack) counts the
+        # engines of the model a step takes out, not the file's.
+        specs = {**base_services, **head_services}
+        self.model_of = {
+            name: served_model(name, specs.get(name) or {}) for name in base_engines | head_engines
+        }
         self.forward_final = len(self.serving_after)
         self.reverse_final = len(self.serving_before)
         self.staging: Step | None = None
@@ -106,6 +112,7 @@ class Context:
             if item.role is Role.ENGINE:
                 serving.discard(item.name)
             out = len(serving)
+            out_of = set(serving)
             if item.status is Status.REMOVED:
                 self._add(
                     steps,
@@ -137,9 +144,19 @@ class Context:
                 self._add(steps, label, "verify", None, out, checks=checks)
                 if item.role is Role.ENGINE:
                     serving.add(item.name)
-            stages.append(self._stage(number, item, steps, _engine_note(item, engines, canary, out)))
+            stages.append(self._stage(number, item, steps, self._engine_note(item, engines, canary, out_of)))
         self.forward_final = len(serving)
         return tuple(stages)
+
+    def _engine_note(self, item: Item, engines: Sequence[Item], canary: str | None, serving: set[str]) -> str:
+        """The engine step's note, with the engines serving while it is out: of its own
+        model when the file serves several (the others' engines serve other clients)."""
+        models = set(self.model_of.values())
+        if len(models) < 2:
+            return _engine_note(item, engines, canary, len(serving))
+        model = self.model_of.get(item.name, "")
+        same = sum(1 for name in serving if self.model_of.get(name) == model)
+        return _engine_note(item, engines, canary, same, model)
 
     # -- the rollback of the whole plan ----------------------------------------------------
 
@@ -316,7 +333,9 @@ def _canary(engines: Sequence[Item]) -> str | None:
     return None
 
 
-def _engine_note(item: Item, engines: Sequence[Item], canary: str | None, serving: int) -> str:
+def _engine_note(
+    item: Item, engines: Sequence[Item], canary: str | None, serving: int, model: str = ""
+) -> str:
     if item.role is not Role.ENGINE:
         return ""
     parts: list[str] = []
@@ -329,7 +348,10 @@ def _engine_note(item: Item, engines: Sequence[Item], canary: str | None, servin
     if item.name == canary:
         parts.append("the canary of this change: the other engines get it only after this one verifies")
     if len(engines) > 1 or item.status is not Status.ADDED:
-        parts.append(f"{serving} engine(s) serve meanwhile" if serving else "NO engine serves meanwhile")
+        of = f" of {model}" if model else ""
+        parts.append(
+            f"{serving} engine(s){of} serve meanwhile" if serving else f"NO engine{of} serves meanwhile"
+        )
     return "; ".join(parts)
 
 

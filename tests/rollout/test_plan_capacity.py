@@ -109,3 +109,23 @@ def test_a_single_engine_host_is_warned_that_nothing_serves_while_it_is_recreate
         "capacity: no engine serves during some steps in this plan. Engines serving: 1 before; "
         "1.2 down vllm-a: 0; 1.3 up vllm-a: 0; 1 after"
     )
+
+
+def test_in_a_file_of_several_models_an_engine_step_counts_the_engines_of_its_own_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # vllm-b serves another model: taking vllm-a out leaves none of Qwen3-8B serving,
+    # whatever the file's other engine does.
+    two_models = hand().replace(
+        "  vllm-b:\n    <<: *engine\n    command: vllm serve Qwen/Qwen3-8B",
+        "  vllm-b:\n    <<: *engine\n    command: vllm serve Qwen/Qwen3-Embedding-0.6B",
+    )
+    assert two_models != hand()
+    changed = two_models.replace(
+        "--max-model-len 32768 --port=8000\n    labels:\n      - team=inference\n      - replica=1",
+        "--max-model-len 65536 --port=8000\n    labels:\n      - team=inference\n      - replica=1",
+    )
+    assert changed != two_models
+    plan = plan_of(tmp_path, monkeypatch, capsys, {HAND: two_models}, {HAND: changed})
+    notes = [stage["note"] for stage in plan["files"][0]["stages"] if stage["service"] == "vllm-a"]
+    assert notes == ["NO engine of Qwen/Qwen3-8B serves meanwhile"]

@@ -143,3 +143,23 @@ def test_server_args_types_come_from_an_sglang_build_whatever_the_builds_order(
         assert "--gpu-memory-utilization" not in checks._flag_types("any/image@sha256:1")
     finally:
         checks._flag_types.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("command", "path", "expect"),
+    [
+        ("vllm serve m --runner pooling --convert embed", "/v1/embeddings", "HTTP 200 with one embedding"),
+        ("vllm serve m --runner pooling --convert classify", "/v1/score", "HTTP 200 with one score"),
+        ("sglang serve --model-path m --is-embedding", "/v1/embeddings", "HTTP 200 with one embedding"),
+        ("vllm serve m --max-model-len 4096", "/v1/chat/completions", "HTTP 200 with one choice"),
+    ],
+)
+def test_the_real_request_matches_what_the_engine_serves(command: str, path: str, expect: str) -> None:
+    from rollout.plan import checks
+
+    service = {"command": command.split()}  # the plan reads canonical services: lists
+    _what, got_path, request, got_expect = checks._real_request(
+        checks._options(service), checks._switches(service), "m"
+    )
+    assert (got_path, got_expect) == (path, expect)
+    assert request["model"] == "m"
