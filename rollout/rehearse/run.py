@@ -357,30 +357,46 @@ class Rehearsal:
         return "; ".join(notes)
 
     def _route(self, where: str, scheme: str, port: int, door: str) -> set[str] | str:
-        """The engines completions through the port reach: every engine of the pools of
-        those it reached, or ProbeFailed; the refusal when the port answers the first
-        completion with an error (it serves something else)."""
+        """The engines requests through the port reach: every engine of the pools of those
+        it reached, or ProbeFailed; the refusal when the port answers a chat completion,
+        an embedding and a score request with an error (it serves something else). The
+        first of those answered is what the port serves, and is sent again."""
         assert self.stack is not None
         identities = self._identities()
-        body = {"model": "rehearse", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 4}
-        seen: set[str] = set()
+        kinds: list[tuple[str, dict[str, Any]]] = [
+            (
+                "/v1/chat/completions",
+                {"model": "rehearse", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 4},
+            ),
+            # What a pooling model serves instead: embeddings, or scores (a reranker).
+            ("/v1/embeddings", {"model": "rehearse", "input": "ping"}),
+            ("/v1/score", {"model": "rehearse", "text_1": "ping", "text_2": ["pong"]}),
+        ]
+        first_refusal = ""
+        for path, body in kinds:
+            status, headers, data = self._request(scheme, port, path, body)
+            if status == 200:
+                break
+            first_refusal = first_refusal or f"{where} answered {status} to a chat completion: {data[:200]!r}"
+        else:
+            return first_refusal
+        seen: set[str] = {identities.get(headers.get("x-rehearse-engine", ""), "?")}
         tries = 3 * len(self.stack.engines)
-        for attempt in range(tries):
-            status, headers, data = self._request(scheme, port, "/v1/chat/completions", body)
-            if status != 200 and attempt == 0:
-                return f"{where} answered {status} to a chat completion: {data[:200]!r}"
+        for attempt in range(1, tries):
+            status, headers, data = self._request(scheme, port, path, body)
             if status != 200:
                 raise ProbeFailed(
                     "front-door",
-                    f"{where} answered {status} to chat completion {attempt + 1}: {data[:200]!r}",
+                    f"{where} answered {status} to request {attempt + 1} ({path}): {data[:200]!r}",
                     [door, *self.stack.proxies],
                 )
             seen.add(identities.get(headers.get("x-rehearse-engine", ""), "?"))
-        status, headers, data = self._request(scheme, port, "/v1/chat/completions", {**body, "stream": True})
-        if status != 200 or b"data: [DONE]" not in data:
-            raise ProbeFailed(
-                "front-door", f"{where}: a streamed completion did not finish ({status})", [door]
-            )
+        if path == "/v1/chat/completions":
+            status, headers, data = self._request(scheme, port, path, {**body, "stream": True})
+            if status != 200 or b"data: [DONE]" not in data:
+                raise ProbeFailed(
+                    "front-door", f"{where}: a streamed completion did not finish ({status})", [door]
+                )
         status, _, data = self._request(scheme, port, "/v1/models")
         if status != 200 or b'"data"' not in data:
             raise ProbeFailed("front-door", f"{where}: /v1/models answered {status}", [door])

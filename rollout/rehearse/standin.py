@@ -4,8 +4,11 @@
   engine   an SGLang or vLLM server: ARGS are the compose file's command (`sglang serve
            --port 8000 ...`); it listens where that argv says and answers /health,
            /v1/models, /v1/chat/completions (plain and SSE), /metrics and /get_server_info
-           (the server args parsed from its own argv, for the rehearsal's probe); with
-           REHEARSE_COLD_START_S set, it answers 503 for that many seconds first.
+           (the server args parsed from its own argv, for the rehearsal's probe); a
+           pooling model (vLLM `--runner pooling`, SGLang `--is-embedding`) answers
+           /v1/embeddings, or /v1/score when converted to a classifier, and refuses chat
+           as the real servers do; with REHEARSE_COLD_START_S set, it answers 503 for
+           that many seconds first.
   proxy    the engines' load balancer: reads the proxy's own environment contract
            (VLLM_BACKEND_URLS, LISTEN_ADDR, PROXY_API_TOKEN) and forwards round robin.
   gateway  the upstream gateway a registrar announces itself to: accepts any request.
@@ -132,14 +135,28 @@ class EngineHandler(BaseHTTPRequestHandler):
         else:
             self.reply(404, b'{"error":"not found"}')
 
+    def pooling(self) -> str | None:
+        """What a pooling model serves ("embed" or "classify"); None: it generates text."""
+        args = self.server_args
+        if args.get("runner") == "pooling" or args.get("is_embedding") is True:
+            return "classify" if args.get("convert") == "classify" else "embed"
+        return None
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b"{}"
         if time.monotonic() < READY_AT:
             self.reply(503, b'{"error": "loading"}')
             return
-        if self.path.split("?", 1)[0] not in ("/v1/chat/completions", "/v1/completions", "/generate"):
-            self.reply(404, b'{"error":"not found"}')
+        path = self.path.split("?", 1)[0]
+        pooling = self.pooling()
+        served = {"embed": ("/v1/embeddings",), "classify": ("/v1/score",)}.get(
+            pooling or "", ("/v1/chat/completions", "/v1/completions", "/generate")
+        )
+        if path not in served:
+            known = path in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/score")
+            # A pooling model refuses generation (and a generating one pooling) with 400.
+            self.reply(400 if known else 404, b'{"error":"the model does not support this API"}')
             return
         try:
             request = json.loads(raw or b"{}")
@@ -147,6 +164,22 @@ class EngineHandler(BaseHTTPRequestHandler):
             self.reply(400, b'{"error":"body is not JSON"}')
             return
         EngineHandler.requests_served += 1
+        if pooling == "embed":
+            data: dict[str, Any] = {
+                "object": "list",
+                "model": self.model(),
+                "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5, 0.125]}],
+            }
+            self.reply(200, json.dumps(data).encode())
+            return
+        if pooling == "classify":
+            data = {
+                "object": "list",
+                "model": self.model(),
+                "data": [{"object": "score", "index": 0, "score": 0.5}],
+            }
+            self.reply(200, json.dumps(data).encode())
+            return
         created = int(time.time())
         text = f"stand-in {self.kind} engine {IDENTITY}"
         if request.get("stream"):

@@ -195,3 +195,65 @@ def test_each_proxy_has_its_own_pool_and_an_engine_no_proxy_names_pools_with_all
     assert stack.pool_of("chat-r2") == ["chat-r1", "chat-r2"]
     assert stack.pool_of("embed") == ["embed"]
     assert stack.pool_of("lonely") == ["chat-r1", "chat-r2", "embed", "lonely"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "serves", "refuses"),
+    [
+        (
+            ["vllm", "serve", "m", "--runner", "pooling", "--convert", "embed"],
+            "/v1/embeddings",
+            "/v1/chat/completions",
+        ),
+        (
+            ["vllm", "serve", "m", "--runner", "pooling", "--convert", "classify"],
+            "/v1/score",
+            "/v1/embeddings",
+        ),
+        (
+            ["sglang", "serve", "--model-path", "m", "--is-embedding"],
+            "/v1/embeddings",
+            "/v1/chat/completions",
+        ),
+        (["vllm", "serve", "m"], "/v1/chat/completions", "/v1/embeddings"),
+    ],
+)
+def test_the_stand_in_engine_serves_what_the_real_one_serves(
+    argv: list[str], serves: str, refuses: str
+) -> None:
+    """A pooling model answers embeddings (or scores) and refuses chat, as vLLM does."""
+    import http.client
+    import json
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from rollout.rehearse import standin
+
+    kind, rest = engine_args(argv)
+    handler = type(
+        "Handler", (standin.EngineHandler,), {"server_args": parse_server_args(rest), "kind": kind}
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+
+        def post(path: str) -> int:
+            connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+            body = {
+                "model": "m",
+                "input": "x",
+                "text_1": "a",
+                "text_2": ["b"],
+                "messages": [{"role": "user", "content": "x"}],
+            }
+            connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            response.read()
+            connection.close()
+            return response.status
+
+        assert post(serves) == 200
+        assert post(refuses) == 400
+    finally:
+        server.shutdown()
+        server.server_close()
