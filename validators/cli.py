@@ -37,8 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog("python -m validators"),
         description=(
-            "Check production compose files against the contracts in validators/contracts/ "
-            "and the pinned engine build's flag manifest.\n\nrule families:\n"
+            "Check compose files against the contracts in validators/contracts/ (a stack's "
+            "contract judges the files it claims; packs.yaml names the files of several stacks) "
+            "and each engine against the flag manifest of the build its image runs. A file "
+            "nothing claims gets the checks that hold for any compose file.\n\nrule families:\n"
             f"  {LOADER_ID:<17} the file reads as one YAML mapping (always on)\n{rules}"
         ),
         epilog=epilog("findings at error level (warnings too with --strict)"),

@@ -54,7 +54,7 @@ from validators.manifest import FlagSpec
 from validators.model import ComposeFile, Service, Token
 
 ID = "engine-flags"
-SUMMARY = "engine flags exist in the build their image runs (manifest or patch flags); values, choices, startup conflicts"
+SUMMARY = "engine flags exist in the build their image runs (manifest or patch flags); values, choices, startup conflicts and requirements"
 
 ENGINE_PROGRAM = ("sglang", "serve")
 _FLAG = re.compile(r"^--?[A-Za-z]")
