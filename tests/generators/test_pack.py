@@ -34,6 +34,15 @@ def _run(stacks: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[
     return code, out, err
 
 
+def _rendered_with(tmp_path: Path, old: str, new: str, stem: str = "Pack-Fixture") -> Path:
+    """The rendered fixture with the first `old` replaced, saved as `<stem>.yaml`."""
+    text = RENDERED.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / f"{stem}.yaml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
 def _services(data: bytes) -> dict[str, Any]:
     services: dict[str, Any] = YAML(typ="safe", pure=True).load(io.BytesIO(data))["services"]
     return services
@@ -158,22 +167,15 @@ def test_list_shows_each_member_replica_and_its_gpus(
 
 def test_undeclared_sharing_is_a_warning_in_a_file_nothing_claims(tmp_path: Path) -> None:
     # Another team's pack may share a GPU on purpose without our declaration.
-    foreign = tmp_path / "Their-Pack.yaml"
-    foreign.write_text(
-        RENDERED.read_text(encoding="utf-8").replace("    x-gpu-share: two 0.6B", "    x-note: two 0.6B", 1),
-        encoding="utf-8",
-    )
+    foreign = _rendered_with(tmp_path, "    x-gpu-share: two 0.6B", "    x-note: two 0.6B", "Their-Pack")
     result = run_cli("--format", "text", foreign)
     line = next(line for line in result.out.splitlines() if "(gpu-sharing)" in line)
     assert "[warning] model-vllm-qwen3-embedding-0.6b GPU 0 is also reserved by" in line
 
 
 def test_each_member_s_contract_judges_its_own_engines_in_the_pack(tmp_path: Path) -> None:
-    changed = tmp_path / "Pack-Fixture.yaml"
-    text = RENDERED.read_text(encoding="utf-8")
     old = '      - --gpu-memory-utilization\n      - "0.15"\n'
-    assert old in text
-    changed.write_text(text.replace(old, old.replace("0.15", "0.25"), 1), encoding="utf-8")
+    changed = _rendered_with(tmp_path, old, old.replace("0.15", "0.25"))
     result = run_cli("--format", "text", changed)
     assert result.code == 1
     assert (
@@ -201,11 +203,8 @@ def test_a_pack_member_without_a_contract_for_the_file_is_an_error() -> None:
 
 
 def test_a_member_s_labels_are_judged_by_its_contract_and_not_by_the_others(tmp_path: Path) -> None:
-    changed = tmp_path / "Pack-Fixture.yaml"
-    text = RENDERED.read_text(encoding="utf-8")
     old = "      tierops.otel.model: Qwen/Qwen3-Embedding-0.6B\n"
-    assert old in text
-    changed.write_text(text.replace(old, old.replace("0.6B", "8B"), 1), encoding="utf-8")
+    changed = _rendered_with(tmp_path, old, old.replace("0.6B", "8B"))
     result = run_cli("--format", "text", changed)
     assert result.code == 1
     findings = [line for line in result.out.splitlines() if line.endswith("(otel-labels)")]
