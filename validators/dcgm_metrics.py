@@ -45,6 +45,8 @@ from validators.model import ComposeFile, Service
 ID = "dcgm-metrics"
 # A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).
 NEEDS_CONTRACT = True
+# In a pack's file, each member's contract asks the host's exporter to see its GPUs.
+JUDGES_PACK_MEMBERS = True
 
 SUMMARY = "one DCGM exporter seeing every engine GPU; its counters CSV well-formed and complete; SYS_ADMIN for profiling"
 
@@ -57,6 +59,8 @@ def _is_dcgm(service: Service, image_name: str) -> bool:
 
 
 def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    if not ctx.claimed.dcgm:
+        return  # a stack without DCGM policy (a pack member whose contract states none)
     found = [service for service in compose if _is_dcgm(service, str(ctx.claimed.dcgm["image_name"]))]
     if not found:
         yield error(

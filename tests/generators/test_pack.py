@@ -213,3 +213,14 @@ def test_a_member_s_labels_are_judged_by_its_contract_and_not_by_the_others(tmp_
         "model-vllm-qwen3-embedding-0.6b label tierops.otel.model is 'Qwen/Qwen3-Embedding-8B'; "
         "expected 'Qwen/Qwen3-Embedding-0.6B'"
     ) in findings[0]
+
+
+def test_the_host_s_exporter_must_see_every_member_s_gpus(tmp_path: Path) -> None:
+    old = '                - "1"\n                - "2"\n              capabilities:'
+    changed = _rendered_with(tmp_path, old, '                - "1"\n              capabilities:')
+    result = run_cli("--format", "text", changed)
+    assert result.code == 1
+    assert (
+        "dcgm does not see GPUs ['2'] that model-vllm-qwen36-35b-a3b-fp8-tp1-r2 uses (dcgm-metrics)"
+        in result.out
+    )
