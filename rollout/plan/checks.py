@@ -102,7 +102,7 @@ def checks_for(
             Check(
                 "every scrape job reports, with its labels (PromQL)",
                 f'count by (job, config_variant) (up{{deployment="{deployment}"}} == 1)',
-                "one series per scrape job; engines with their new config_variant",
+                "one series per scrape job; each engine with the config_variant it runs after this step",
                 kind="promql",
             )
         )
@@ -237,7 +237,7 @@ def _engine(
         label = "{{index .Config.Labels " + json.dumps(VARIANT_LABEL) + "}}"
         checks.append(
             Check(
-                "the new config_variant is live on the container",
+                "the container carries the config_variant this step deploys",
                 f"docker inspect -f {shlex.quote(label)} $({compose} ps -q {shlex.quote(name)})",
                 variant,
                 _ps_api(name, f"Labels hold {VARIANT_LABEL}={variant}"),

@@ -142,7 +142,7 @@ def test_each_engine_is_verified_by_health_a_real_completion_and_its_variant(
     assert [check["what"] for check in checks] == [
         "healthy (allow its start_period, 40m)",
         "one real completion through this replica alone",
-        "the new config_variant is live on the container",
+        "the container carries the config_variant this step deploys",
         "its config_variant is seen in metrics (PromQL; the scrape label follows the collector step)",
         "startup server_args: --enable-dynamic-batch-tokenizer is on",
     ]
