@@ -281,7 +281,7 @@ def compose_bench(session: nox.Session) -> None:
     """Time the compose check on 1, 10 and 50 copies of a prod file (prints the curve)."""
     install(session, "compose")
     compile_project(session)
-    session.run("python", "-m", "ci.bench_compose", *session.posargs)
+    session.run("python", "-m", "benchmarks.bench_compose", *session.posargs)
 
 
 @nox.session(name="fleet-bench", default=False)
@@ -289,7 +289,7 @@ def fleet_bench(session: nox.Session) -> None:
     """The check's per-file stages on a synthetic fleet of 1, 10, 50 and 100 stacks (prints the curve)."""
     install(session, "test")  # the runtime, the compose binary and the per-file hooks' tools
     compile_project(session)
-    session.run("python", "-m", "ci.bench_fleet", *session.posargs)
+    session.run("python", "-m", "benchmarks.bench_fleet", *session.posargs)
 
 
 @nox.session(default=False)
@@ -377,14 +377,14 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(name="bench-check", venv_backend="none", default=False)
 def bench_check(session: nox.Session) -> None:
-    """A warm `nox -R -s check`, whole and per stage, beside this machine's Python start-up (ci/bench_check.py)."""
-    session.run(sys.executable, "-m", "ci.bench_check", *session.posargs, external=True)
+    """A warm `nox -R -s check`, whole and per stage, beside this machine's Python start-up (benchmarks/bench_check.py)."""
+    session.run(sys.executable, "-m", "benchmarks.bench_check", *session.posargs, external=True)
 
 
 @nox.session(name="check-faults", venv_backend="none", default=False)
 def check_faults(session: nox.Session) -> None:
-    """`nox -s check` in a clone of HEAD, clean twice then with each fault it catches (ci/check_faults.py)."""
-    session.run(sys.executable, "-m", "ci.check_faults", *session.posargs, external=True)
+    """`nox -s check` in a clone of HEAD, clean twice then with each fault it catches (tools/check_faults.py)."""
+    session.run(sys.executable, "-m", "tools.check_faults", *session.posargs, external=True)
 
 
 @nox.session(default=False)

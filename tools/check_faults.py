@@ -1,4 +1,4 @@
-"""`python -m ci.check_faults` (`nox -s check-faults`): `nox -s check` still fails on each fault it catches.
+"""`python -m tools.check_faults` (`nox -s check-faults`): `nox -s check` still fails on each fault it catches.
 
 In a throwaway clone of HEAD (uncommitted changes are not in it: commit first), with
 this checkout's nox environments (`nox --envdir .nox -r`), it runs the real
@@ -17,7 +17,7 @@ Each fault is made on a clean reset of the clone. A fault counts as caught when 
 check exits non-zero and its record says the named stage failed with that rule.
 Prints one line per run; exits 1 when any run does not behave. stdlib only: it runs
 in nox's own interpreter. Slow on purpose (six whole checks), so it is a script,
-not a test; tests/ci/test_check_faults.py keeps its faults applicable.
+not a test; tests/tools/test_check_faults.py keeps its faults applicable.
 """
 
 from __future__ import annotations
@@ -103,7 +103,9 @@ def apply(repo: Path, fault: Fault) -> Path:
                 continue  # a dummy no prod file reads: removing it breaks nothing
             path.write_text(text[: match.start()] + fault.new + text[match.end() :], encoding="utf-8")
             return path
-    raise LookupError(f"{fault.glob}: nothing matches {fault.pattern!r}: update ci/check_faults.py's FAULTS")
+    raise LookupError(
+        f"{fault.glob}: nothing matches {fault.pattern!r}: update tools/check_faults.py's FAULTS"
+    )
 
 
 def stage_of(record: Mapping[str, Any], name: str) -> Mapping[str, Any]:
@@ -171,7 +173,7 @@ def run_check(repo: Path, envdir: Path) -> tuple[int, float, dict[str, Any] | No
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ci.check_faults",
+        prog="python -m tools.check_faults",
         description=__doc__,
         epilog=epilog("a clean check failed, the two clean records differ, or a fault was not caught"),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1,4 +1,4 @@
-"""`python -m ci.bench_fleet` (`nox -s fleet-bench`): the check of a synthetic fleet of 1, 10, 50 and 100 stacks.
+"""`python -m benchmarks.bench_fleet` (`nox -s fleet-bench`): the check of a synthetic fleet of 1, 10, 50 and 100 stacks.
 
 A stack is a copy of one of the three prod files under another name
 (`stack-007-<prod file name>`), its `deployment` labels renamed to match, as the
@@ -100,7 +100,9 @@ def make_fleet(repo: Path, size: int, *, edit: bool = True) -> list[str]:
         path = repo / name
         text = path.read_text(encoding="utf-8")
         if EDIT[0] not in text:
-            raise LookupError(f"{name}: no {EDIT[0].strip()!r} to edit: update ci/bench_fleet.py's EDIT")
+            raise LookupError(
+                f"{name}: no {EDIT[0].strip()!r} to edit: update benchmarks/bench_fleet.py's EDIT"
+            )
         path.write_text(text.replace(*EDIT), encoding="utf-8")
     return names
 
@@ -203,7 +205,7 @@ def check_once(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ci.bench_fleet",
+        prog="python -m benchmarks.bench_fleet",
         description=__doc__,
         epilog=epilog("a stage failed on the fleet"),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1,8 +1,8 @@
-"""ci/bench_check.py: which commands a row times, and the environment it names (figures are not tested)."""
+"""benchmarks/bench_check.py: which commands a row times, and the environment it names (figures are not tested)."""
 
 from __future__ import annotations
 
-from ci.bench_check import STAGES, environment_line, rows
+from benchmarks.bench_check import STAGES, environment_line, rows
 from tests.ci.test_workflows import _session_names
 
 

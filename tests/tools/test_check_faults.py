@@ -1,4 +1,4 @@
-"""ci/check_faults.py: its faults still apply to the repository, and its judgement of a record.
+"""tools/check_faults.py: its faults still apply to the repository, and its judgement of a record.
 
 The script itself runs five whole `nox -s check` (about a minute): it is run by hand
 (`nox -s check-faults`, docs/development.md), not here. These tests keep it from
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ci.check_faults import FAULTS, Fault, apply, caught, rule_counts, stage_of
 from tests.ci.matrix_records import FILES, cell, sample_record
 from tests.conftest import FLEET
+from tools.check_faults import FAULTS, Fault, apply, caught, rule_counts, stage_of
 
 
 def test_the_faults_are_a_byte_edit_a_validator_finding_a_missing_dummy_and_a_schema_violation() -> None:
@@ -50,7 +50,7 @@ def test_a_fault_whose_text_is_gone_is_an_error_not_a_pass(tmp_path: Path) -> No
         "services: {a: {image: x, environment: [A=${USED}]}}\n", encoding="utf-8"
     )
     (tmp_path / "ci" / "dummy.env").write_text("OTHER=dummy\n", encoding="utf-8")
-    with pytest.raises(LookupError, match=r"update ci/check_faults\.py"):
+    with pytest.raises(LookupError, match=r"update tools/check_faults\.py"):
         apply(tmp_path, FAULTS[2])
 
 

@@ -1,4 +1,4 @@
-"""`python -m ci.bench_check` (`nox -s bench-check`): where a warm `nox -R -s check` spends its time.
+"""`python -m benchmarks.bench_check` (`nox -s bench-check`): where a warm `nox -R -s check` spends its time.
 
 Runs `nox -R -s check` once to warm up (it must pass), then, best of --repeat:
 
@@ -81,7 +81,7 @@ def environment_line(env: Mapping[str, str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m ci.bench_check",
+        prog="python -m benchmarks.bench_check",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,4 +1,4 @@
-"""`python -m validators.manifest extract|crosscheck <wheel>`: the engine flag manifest.
+"""`python -m tools.flag_manifest extract|crosscheck <wheel>`: the engine flag manifest.
 
 `extract` writes sorted, stable JSON (same wheel, same bytes), atomically.
 `crosscheck` compares a manifest with the parser sglang itself builds from the same
@@ -16,9 +16,9 @@ from pathlib import Path
 from tierops.atomic import write_bytes_atomic
 from tierops.errors import TieropsError
 from tierops.exitcodes import ExitCode, epilog
+from tools.flag_manifest.crosscheck import crosscheck
+from tools.flag_manifest.extract import extract
 from validators.manifest import HERE
-from validators.manifest.crosscheck import crosscheck
-from validators.manifest.extract import extract
 
 
 def render(manifest: dict[str, object]) -> bytes:
@@ -35,7 +35,7 @@ def _shown(path: Path) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m validators.manifest",
+        prog="python -m tools.flag_manifest",
         description="Extract the CLI flag manifest of an sglang or vllm wheel statically (ast; never imports the engine).",
         epilog=epilog("the written manifest differs from the committed one (with --check)"),
         formatter_class=argparse.RawDescriptionHelpFormatter,

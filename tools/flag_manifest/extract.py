@@ -1,4 +1,4 @@
-"""`python -m validators.manifest extract <wheel>`: an engine wheel's CLI flags, statically.
+"""`python -m tools.flag_manifest extract <wheel>`: an engine wheel's CLI flags, statically.
 
 The wheel decides the reader: a vLLM wheel (it has `vllm serve`'s cli_args.py) is read
 by vllm.py, an SGLang wheel by sglang.py. Either way nothing is imported: both engines
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from tierops.errors import InputError
-from validators.manifest.pyread import _Unresolved, _Wheel
-from validators.manifest.sglang import FIELDS_DIR, SERVER_ARGS, _Extractor
+from tools.flag_manifest.pyread import _Unresolved, _Wheel
+from tools.flag_manifest.sglang import FIELDS_DIR, SERVER_ARGS, _Extractor
 
 VLLM_CLI_ARGS = "vllm/entrypoints/openai/cli_args.py"
 _WHEEL_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-")
@@ -57,15 +57,15 @@ def extract(wheel_path: Path) -> dict[str, Any]:
             # Other modules of the wheel read to resolve names (choice lists, classes).
             "resolved_from": [path for path in read if path not in {module.path for module in modules}],
         },
-        "extractor": "python -m validators.manifest extract <wheel>",
+        "extractor": "python -m tools.flag_manifest extract <wheel>",
         "flag_count": len(flags),
         "flags": sorted(flags, key=lambda entry: entry["flag"]),
     }
 
 
 def _extract_vllm(path: Path, wheel: _Wheel, data: bytes, package: str, version: str) -> dict[str, Any]:
-    """A vLLM wheel: `vllm serve`'s parser, read by validators/manifest/vllm.py."""
-    from validators.manifest.vllm import ARG_UTILS, read_wheel  # vllm.py imports this module
+    """A vLLM wheel: `vllm serve`'s parser, read by tools/flag_manifest/vllm.py."""
+    from tools.flag_manifest.vllm import ARG_UTILS, read_wheel  # vllm.py imports this module
 
     try:
         flags, positionals, read = read_wheel(wheel)
@@ -84,7 +84,7 @@ def _extract_vllm(path: Path, wheel: _Wheel, data: bytes, package: str, version:
             "files": files,
             "resolved_from": [name for name in read if name not in files],
         },
-        "extractor": "python -m validators.manifest extract <wheel>",
+        "extractor": "python -m tools.flag_manifest extract <wheel>",
         # Words `vllm serve` takes before its flags (the model tag).
         "positionals": positionals,
         "flag_count": len(flags),

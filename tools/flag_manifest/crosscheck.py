@@ -13,7 +13,7 @@ Where they may legitimately differ, the comparison says why instead of hiding it
   the runtime parser, which saw the probe's environment; rerun with `--env` to see it;
 - a type is compared by its name only (`json.loads` and `loads` are one type).
 
-    python -m validators.manifest crosscheck <wheel> [--manifest PATH] [--env K=V ...]
+    python -m tools.flag_manifest crosscheck <wheel> [--manifest PATH] [--env K=V ...]
 """
 
 from __future__ import annotations

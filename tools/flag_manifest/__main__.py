@@ -1,0 +1,3 @@
+from tools.flag_manifest.cli import main
+
+raise SystemExit(main())

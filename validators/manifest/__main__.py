@@ -1,3 +1,0 @@
-from validators.manifest.cli import main
-
-raise SystemExit(main())
