@@ -57,7 +57,7 @@ STAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "validate": ("python", "-m", "validators", "--format", "json"),
     "compose": ("python", "-m", "validators.compose"),
     "lint": ("pre-commit", "run", "--all-files", "--show-diff-on-failure"),
-    "typecheck": ("mypy",),
+    "typecheck": ("mypy", "--output", "json"),  # the stage shows it as mypy's text
     "diff": ("python", "-m", "rollout", "diff"),  # the stage adds --format json --markdown-to FILE
     "plan": ("python", "-m", "rollout", "plan"),
 }

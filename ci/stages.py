@@ -7,7 +7,7 @@ the machine formats where a tool has one (`python -m validators --format json`,
 JUnit XML), the fixed
 status words of its report where it has not (`ok`/`stale`/... of the generators,
 `ok`/`FAILED` and `path:line:col: [error] ... (rule)` of the compose check,
-pre-commit's `- hook id:`, mypy's `[code]`). Nothing here decides a verdict on its
+pre-commit's `- hook id:`; mypy's `--output json`). Nothing here decides a verdict on its
 own: the tool's exit code and findings do.
 
 Library code: it returns an `Outcome` (cells, what to print, facts for the record)
@@ -405,7 +405,6 @@ def run_plan(command: Sequence[str], context: Context) -> Outcome:
 # --------------------------------------------------------------------------- lint, typecheck
 
 _HOOK_FAILED = re.compile(r"^- hook id: (?P<hook>\S+)$")
-_MYPY_ERROR = re.compile(r"^[^\s:]+:\d+(?::\d+)?: error: .*\[(?P<code>[a-z0-9-]+)\]$")
 
 
 def run_lint(command: Sequence[str], context: Context) -> Outcome:
@@ -421,15 +420,37 @@ def run_lint(command: Sequence[str], context: Context) -> Outcome:
 
 
 def run_typecheck(command: Sequence[str], context: Context) -> Outcome:
-    """mypy: errors by error code."""
-    proc = run_command(command, context, merge=True)
+    """mypy with `--output json`: one JSON object per line (file, line, column, message,
+    hint, code, severity); errors counted by code, and the log shows mypy's usual text."""
+    proc = run_command(command, context, merge=False)
     counts: dict[str, int] = {}
-    for line in plain(proc.stdout).splitlines():
-        match = _MYPY_ERROR.match(line.strip())
-        if match:
-            counts[match["code"]] = counts.get(match["code"], 0) + 1
-    note = "" if proc.returncode in (0, 1) else _exit_note(proc.returncode)
-    return Outcome(proc.returncode, {}, Cell(stage_verdict(proc.returncode), counts, note), proc.stdout)
+    shown: list[str] = []
+    unreadable = ""
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            where = f"{row['file']}:{row['line']}" + (f":{row['column'] + 1}" if row["column"] >= 0 else "")
+            shown.append(f"{where}: {row['severity']}: {row['message']}  [{row['code']}]")
+            if row.get("hint"):
+                shown.append(f"{where}: note: {row['hint']}")
+        except (ValueError, KeyError, TypeError):
+            unreadable = unreadable or line
+            shown.append(line)
+            continue
+        if row["severity"] == "error":
+            counts[str(row["code"])] = counts.get(str(row["code"]), 0) + 1
+    errors = sum(counts.values())
+    shown.append(f"mypy: {errors} error(s)" if errors else "mypy: no issues found")
+    code, note = proc.returncode, ""
+    if code not in (0, 1):
+        note = _exit_note(code)
+    elif unreadable or (code == 1) != bool(errors):
+        # A line that is not mypy's JSON (a crash, a config error), or an exit code the
+        # errors do not explain: never read as a verdict.
+        code, note = ERROR_CODE, f"unreadable mypy report: {last_line(unreadable or proc.stdout)}"
+    return Outcome(code, {}, Cell(stage_verdict(code), counts, note), "\n".join(shown) + "\n", proc.stderr)
 
 
 # --------------------------------------------------------------------------- collector

@@ -103,7 +103,7 @@ def test_without_a_run_id_the_result_belongs_to_no_run(
     monkeypatch.delenv(RUN_ENV, raising=False)
     import os
 
-    assert stage.run("typecheck", printing("Success\n"), tmp_path, os.environ) == 0
+    assert stage.run("typecheck", printing(""), tmp_path, os.environ) == 0
     assert json.loads(result_path(tmp_path, "typecheck").read_text(encoding="utf-8"))["run"] is None
     assert "no check-matrix record will use this result" in capsys.readouterr().err
 
@@ -236,16 +236,44 @@ def test_lint_counts_failing_hooks_through_colour_codes(
     assert result["repository"] == {"verdict": "fail", "counts": {"ruff-check": 1, "token-shapes": 1}}
 
 
-def test_typecheck_counts_errors_by_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _mypy_row(path: str, line: int, column: int, code: str, severity: str = "error") -> str:
+    row = {"file": path, "line": line, "column": column, "end_line": line, "end_column": column}
+    row |= {"message": f"a {code} problem", "hint": None, "code": code, "severity": severity}
+    return json.dumps(row) + "\n"
+
+
+def test_typecheck_counts_errors_by_code_from_mypys_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     report = (
-        "ci/a.py:3: error: Incompatible types in assignment  [assignment]\n"
-        'ci/a.py:9:5: error: Item "None" has no attribute "get"  [union-attr]\n'
-        'ci/b.py:1: error: Item "None" has no attribute "x"  [union-attr]\n'
-        "ci/b.py:1: note: see https://mypy.readthedocs.io\n"
-        "Found 3 errors in 2 files (checked 9 source files)\n"
+        _mypy_row("ci/a.py", 3, -1, "assignment")
+        + _mypy_row("ci/a.py", 9, 4, "union-attr")
+        + _mypy_row("ci/b.py", 1, 0, "union-attr")
+        + _mypy_row("ci/b.py", 1, 0, "misc", severity="note")
     )
     _, result = run_stage(tmp_path, "typecheck", printing(report, 1), monkeypatch)
     assert result["repository"] == {"verdict": "fail", "counts": {"assignment": 1, "union-attr": 2}}
+    log = capsys.readouterr().out
+    # The log reads as mypy's own text: 1-based columns, none where mypy has none.
+    assert "ci/a.py:3: error: a assignment problem  [assignment]\n" in log
+    assert "ci/a.py:9:5: error: a union-attr problem  [union-attr]\n" in log
+    assert "mypy: 3 error(s)\n" in log
+
+
+@pytest.mark.parametrize(
+    ("report", "code"),
+    [
+        ("mypy: error: unrecognized arguments\n", 1),  # not JSON: never a verdict
+        ("", 1),  # exit 1 with no error to show for it
+        (_mypy_row("ci/a.py", 1, 0, "misc"), 0),  # an error, yet exit 0
+    ],
+)
+def test_a_typecheck_report_that_does_not_add_up_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str, code: int
+) -> None:
+    _, result = run_stage(tmp_path, "typecheck", printing(report, code), monkeypatch)
+    assert result["repository"]["verdict"] == "error"
+    assert result["repository"]["note"].startswith("unreadable mypy report")
 
 
 def test_the_collector_result_is_read_only_when_this_run_wrote_it(
