@@ -53,7 +53,7 @@ RUN_ID = os.environ.setdefault(RUN_ENV, uuid.uuid4().hex)
 
 # The command of each stage session (run as `python -m ci.stage NAME -- COMMAND`).
 STAGE_COMMANDS: dict[str, tuple[str, ...]] = {
-    "generated": ("python", "-m", "generators", "--check"),
+    "generated": ("python", "-m", "generators", "--check", "--format", "json"),  # shown as text
     "validate": ("python", "-m", "validators", "--format", "json"),
     "compose": ("python", "-m", "validators.compose"),
     "lint": ("pre-commit", "run", "--all-files", "--show-diff-on-failure"),

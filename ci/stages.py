@@ -1,14 +1,13 @@
 """The stages of the check matrix, and how each one's verdict per prod file is read.
 
-A stage runs the command its nox session names (unchanged: `python -m generators
---check`, `pre-commit run ...`) and reads its verdict from the tool's own output:
-the machine formats where a tool has one (`python -m validators --format json`,
-`python -m rollout diff|plan --format json`, the collector's JSON file, pytest's
-JUnit XML), the fixed
-status words of its report where it has not (`ok`/`stale`/... of the generators,
-`ok`/`FAILED` and `path:line:col: [error] ... (rule)` of the compose check,
-pre-commit's `- hook id:`; mypy's `--output json`). Nothing here decides a verdict on its
-own: the tool's exit code and findings do.
+A stage runs the command its nox session names (`python -m generators --check`,
+`pre-commit run ...`) and reads its verdict from the tool's own output: the machine
+format where a tool has one (`python -m validators --format json`, `python -m
+generators --check --format json`, `python -m rollout diff|plan --format json`, mypy's
+`--output json`, the collector's JSON file, pytest's JUnit XML), the fixed words of its
+report where it has not (`ok`/`FAILED` and `path:line:col: [error] ... (rule)` of the
+compose check, pre-commit's `- hook id:`). Nothing here decides a verdict on its own:
+the tool's exit code and findings do.
 
 Library code: it returns an `Outcome` (cells, what to print, facts for the record)
 and never prints; `python -m ci.stage` (ci/stage.py) prints, writes the result and
@@ -171,30 +170,39 @@ def _exit_note(code: int) -> str:
 
 # --------------------------------------------------------------------------- generated
 
-_GENERATED = re.compile(r"^(?P<status>ok|stale|missing|orphaned)\s+(?P<path>\S+?)(?::\s.*)?$")
-
 
 def run_generated(command: Sequence[str], context: Context) -> Outcome:
-    """`python -m generators --check`: one status word per file (generators/cli.py)."""
-    proc = run_command(command, context, merge=True)
+    """`python -m generators --check --format json`: a status per file (generators/check.py);
+    the log shows the generators' own text report."""
+    from generators.check import Status, report_text, reports_from_json
+
+    proc = run_command(command, context, merge=False)
+    if proc.returncode not in (0, 1):
+        note = _exit_note(proc.returncode)
+        return Outcome(
+            proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
+        )
+    try:
+        reports = reports_from_json(proc.stdout)
+    except ValueError as error:
+        note = f"unreadable JSON report: {error}"
+        return Outcome(
+            ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
+        )
     files: dict[str, Cell] = {}
     repository: dict[str, int] = {}
-    if proc.returncode in (0, 1):
-        for line in plain(proc.stdout).splitlines():
-            match = _GENERATED.match(line)
-            if not match:
-                continue
-            path, status = match["path"], match["status"]
-            if not path.startswith("prod/") or not path.endswith((".yaml", ".yml")):
-                repository[status] = repository.get(status, 0) + 1  # an orphaned non-YAML file
-                continue
-            files[path] = Cell(PASS) if status == "ok" else Cell(FAIL, {status: 1})
-        for path in context.prod_files:
-            # Every prod file gets a status line; one without is a report we cannot read.
-            files.setdefault(path, Cell(ERROR, note="no status line for this file"))
-    else:
-        files = _error_cells(context, _exit_note(proc.returncode))
-    return Outcome(proc.returncode, files, _repository(proc.returncode, repository), proc.stdout)
+    for report in reports:
+        status = report.status.value
+        if not report.path.startswith("prod/") or not report.path.endswith((".yaml", ".yml")):
+            repository[status] = repository.get(status, 0) + 1  # an orphaned non-YAML file
+            continue
+        files[report.path] = Cell(PASS) if report.status is Status.CLEAN else Cell(FAIL, {status: 1})
+    for path in context.prod_files:
+        # Every prod file gets a status; one without is a report we cannot read.
+        files.setdefault(path, Cell(ERROR, note="no status for this file"))
+    return Outcome(
+        proc.returncode, files, _repository(proc.returncode, repository), report_text(reports), proc.stderr
+    )
 
 
 # --------------------------------------------------------------------------- validate

@@ -1,14 +1,19 @@
 """Compare rendered bytes with the committed files: the byte-identical check.
 
-Pure functions of bytes and a directory listing; the CLI prints the reports.
+Pure functions of bytes and a directory listing; the CLI prints the reports, as text
+or as JSON (which the check's `generated` stage reads and shows as the same text).
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+import posixpath
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+
+from generators.render import REGENERATE
 
 
 class Status(Enum):
@@ -61,3 +66,58 @@ def unified_diff(committed: bytes, generated: bytes, shown: str) -> str:
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
+
+
+def report_text(reports: list[FileReport]) -> str:
+    """The human report: one status word per file, a stale file's diff, a last line."""
+    out: list[str] = []
+    for report in reports:
+        if report.status is Status.CLEAN:
+            out.append(f"ok       {report.path}\n")
+        elif report.status is Status.STALE:
+            out.append(
+                f"stale    {report.path}: differs from what the generators produce (hand-edited, or source changed without `{REGENERATE}`)\n"
+            )
+            out.append(report.diff)
+        elif report.status is Status.MISSING:
+            where = posixpath.dirname(report.path)
+            out.append(f"missing  {report.path}: a target renders it but it is not in {where}/\n")
+        else:
+            out.append(
+                f"orphaned {report.path}: no target claims it; `git rm` it, or declare its target in a stack's targets file (generators/*.targets.yaml)\n"
+            )
+    bad = [report for report in reports if not report.ok]
+    if not bad:
+        out.append(f"{len(reports)} file(s) byte-identical to the generators' output\n")
+        return "".join(out)
+    fixable = any(report.status is not Status.ORPHANED for report in bad)
+    # Regenerating overwrites prod/: a hand edit there is lost unless it is moved into
+    # the source or the targets first, so the hint says so rather than only "run it".
+    fix = (
+        f"; a hand edit belongs in generators/ (the source or the targets), because `{REGENERATE}` "
+        "rewrites prod/ and discards it; then run it and commit both"
+        if fixable
+        else ""
+    )
+    out.append(f"{len(bad)} of {len(reports)} file(s) not as generated{fix}\n")
+    return "".join(out)
+
+
+def reports_json(reports: list[FileReport]) -> str:
+    rows = [{"path": report.path, "status": report.status.value, "diff": report.diff} for report in reports]
+    return json.dumps({"format": 1, "files": rows}, indent=1) + "\n"
+
+
+def reports_from_json(text: str) -> list[FileReport]:
+    """`reports_json`'s output read back, strictly: anything else raises ValueError."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("files"), list):
+        raise ValueError("not the generators' JSON report (format 1)")
+    reports = []
+    for row in data["files"]:
+        if not isinstance(row, dict) or not all(
+            isinstance(row.get(key), str) for key in ("path", "status", "diff")
+        ):
+            raise ValueError(f"a file entry that is not {{path, status, diff}}: {str(row)[:80]}")
+        reports.append(FileReport(row["path"], Status(row["status"]), row["diff"]))
+    return reports

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from generators.check import Status, compare
+from generators.check import Status, compare, report_text, reports_json
 from generators.pack import PACK_SUFFIX, Pack, load_packs
 from generators.render import REGENERATE, render_all, render_pack
 from generators.source import GenerationRefused, Source, Target, load_source
@@ -75,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--prod-dir", type=Path, default=None, help="where the files live (default: the fleet's prod/)"
     )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="--check's report: text (a status word per file, diffs of stale ones) or json "
+        '({"format": 1, "files": [{"path", "status", "diff"}]}, status clean|stale|missing|orphaned)',
+    )
     return parser
 
 
@@ -130,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
     rendered = _render(loaded, packs, names)
     if args.write:
         return _write(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
-    return _check(rendered, prod_dir, shown_dir, check_orphans=not args.targets)
+    return _check(rendered, prod_dir, shown_dir, check_orphans=not args.targets, fmt=args.format)
 
 
 def _render(
@@ -203,37 +210,15 @@ def _write(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
     return ExitCode.OK
 
 
-def _check(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_orphans: bool) -> int:
+def _check(
+    rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_orphans: bool, fmt: str
+) -> int:
     reports = compare(rendered, prod_dir, shown_dir, orphans=check_orphans)
-    bad = [report for report in reports if not report.ok]
-    for report in reports:
-        if report.status is Status.CLEAN:
-            print(f"ok       {report.path}")
-        elif report.status is Status.STALE:
-            print(
-                f"stale    {report.path}: differs from what the generators produce (hand-edited, or source changed without `{REGENERATE}`)"
-            )
-            sys.stdout.write(report.diff)
-        elif report.status is Status.MISSING:
-            print(f"missing  {report.path}: a target renders it but it is not in {shown_dir}/")
-        else:
-            print(
-                f"orphaned {report.path}: no target claims it; `git rm` it, or declare its target in a stack's targets file (generators/*.targets.yaml)"
-            )
-    if not bad:
-        print(f"{len(reports)} file(s) byte-identical to the generators' output")
-        return ExitCode.OK
-    fixable = any(report.status is not Status.ORPHANED for report in bad)
-    # Regenerating overwrites prod/: a hand edit there is lost unless it is moved into
-    # the source or the targets first, so the hint says so rather than only "run it".
-    fix = (
-        f"; a hand edit belongs in generators/ (the source or the targets), because `{REGENERATE}` "
-        "rewrites prod/ and discards it; then run it and commit both"
-        if fixable
-        else ""
-    )
-    print(f"{len(bad)} of {len(reports)} file(s) not as generated{fix}")
-    return ExitCode.FINDINGS
+    if fmt == "json":
+        sys.stdout.write(reports_json(reports))
+    else:
+        sys.stdout.write(report_text(reports))
+    return ExitCode.OK if all(report.ok for report in reports) else ExitCode.FINDINGS
 
 
 def _load(stacks: list[Stack]) -> tuple[list[tuple[Source, list[Target]]], dict[str, Source]]:

@@ -188,7 +188,7 @@ def _run_stages(build: Path, run_id: str, monkeypatch: pytest.MonkeyPatch) -> di
     monkeypatch.setenv(RUN_ENV, run_id)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     commands = {
-        "generated": [PY, "-m", "generators", "--check"],
+        "generated": [PY, "-m", "generators", "--check", "--format", "json"],
         "validate": [PY, "-m", "validators", "--format", "json"],
         "compose": [
             PY,

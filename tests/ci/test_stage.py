@@ -57,7 +57,9 @@ def verdicts(result: dict[str, Any]) -> dict[str, str]:
 def test_a_result_names_its_run_its_inputs_and_its_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, result = run_stage(tmp_path, "generated", [PY, "-m", "generators", "--check"], monkeypatch)
+    code, result = run_stage(
+        tmp_path, "generated", [PY, "-m", "generators", "--check", "--format", "json"], monkeypatch
+    )
     assert code == 0
     assert result["run"] == "run-1"
     assert result["inputs_digest"] == inputs(FLEET)["digest"]
@@ -111,28 +113,47 @@ def test_without_a_run_id_the_result_belongs_to_no_run(
 # --------------------------------------------------------------------------- per stage
 
 
-def test_generated_reads_the_status_word_of_each_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _generated_json(rows: list[tuple[str, str, str]]) -> str:
+    files = [{"path": path, "status": status, "diff": diff} for path, status, diff in rows]
+    return json.dumps({"format": 1, "files": files})
+
+
+def test_generated_reads_the_status_of_each_file_and_shows_the_text_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    report = "".join(
-        f"stale    {path}: differs from what the generators produce\n--- a\n+++ b\n"
-        if path == LONG
-        else f"ok       {path}\n"
-        for path in FILES
-    )
-    code, result = run_stage(
-        tmp_path, "generated", printing(report + "1 of 3 file(s) not as generated\n", 1), monkeypatch
-    )
+    rows = [(path, "stale", "--- a\n+++ b\n") if path == LONG else (path, "clean", "") for path in FILES]
+    code, result = run_stage(tmp_path, "generated", printing(_generated_json(rows), 1), monkeypatch)
     assert code == 1
     assert result["files"][LONG] == {"verdict": "fail", "counts": {"stale": 1}}
     assert [verdicts(result)[path] for path in FILES if path != LONG] == ["pass", "pass"]
+    log = capsys.readouterr().out
+    assert f"stale    {LONG}: differs from what the generators produce" in log
+    assert "--- a\n+++ b\n" in log and "1 of 3 file(s) not as generated" in log
 
 
-def test_generated_without_a_line_for_a_file_cannot_say_it_passed(
+def test_generated_without_a_status_for_a_file_cannot_say_it_passed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, result = run_stage(tmp_path, "generated", printing(f"ok       {FILES[0]}\n"), monkeypatch)
+    _, result = run_stage(
+        tmp_path, "generated", printing(_generated_json([(FILES[0], "clean", "")])), monkeypatch
+    )
     assert verdicts(result)[FILES[1]] == "error"
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        f"ok       {FILES[0]}\n",  # the text report is not the JSON the stage asked for
+        '{"format": 2, "files": []}',
+        '{"format": 1, "files": [{"path": "prod/x.yaml", "status": "fine", "diff": ""}]}',
+    ],
+)
+def test_generated_that_is_not_the_json_report_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str
+) -> None:
+    code, result = run_stage(tmp_path, "generated", printing(report), monkeypatch)
+    assert code == 3
+    assert set(verdicts(result).values()) == {"error"}
 
 
 def test_validate_counts_findings_by_rule_and_prints_them_as_the_cli_would(

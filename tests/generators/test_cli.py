@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -69,6 +70,22 @@ def test_a_file_no_target_claims_is_orphaned(prod_copy: Path, capsys: pytest.Cap
     assert f"orphaned {_shown(prod_copy)}/GLM-5.3-Flash-Old.yaml: no target claims it" in out
     # An orphan is not fixed by regenerating: the fix hint is not printed.
     assert "nox -s generate" not in out.splitlines()[-1]
+
+
+def test_check_as_json_gives_each_files_status_and_a_stale_files_diff(
+    prod_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (prod_copy / FILES[0]).write_text("services: {}\n")
+    (prod_copy / FILES[1]).unlink()
+    (prod_copy / "Old.yaml").write_text("services: {}\n")
+    assert main(["--check", "--format", "json", "--prod-dir", str(prod_copy)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    status = {Path(row["path"]).name: row["status"] for row in report["files"]}
+    assert report["format"] == 1
+    assert status[FILES[0]] == "stale" and status[FILES[1]] == "missing" and status["Old.yaml"] == "orphaned"
+    assert set(status.values()) == {"clean", "stale", "missing", "orphaned"}
+    stale = next(row for row in report["files"] if row["status"] == "stale")
+    assert stale["diff"].startswith(f"--- {_shown(prod_copy)}/{FILES[0]} (committed)")
 
 
 def test_write_creates_missing_files_and_leaves_unchanged_ones_alone(
