@@ -55,7 +55,7 @@ RUN_ID = os.environ.setdefault(RUN_ENV, uuid.uuid4().hex)
 STAGE_COMMANDS: dict[str, tuple[str, ...]] = {
     "generated": ("python", "-m", "generators", "--check", "--format", "json"),  # shown as text
     "validate": ("python", "-m", "validators", "--format", "json"),
-    "compose": ("python", "-m", "validators.compose"),
+    "compose": ("python", "-m", "validators.compose", "--format", "json"),  # shown as text
     "lint": ("pre-commit", "run", "--all-files", "--show-diff-on-failure"),
     "typecheck": ("mypy", "--output", "json"),  # the stage shows it as mypy's text
     "diff": ("python", "-m", "rollout", "diff"),  # the stage adds --format json --markdown-to FILE

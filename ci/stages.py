@@ -1,13 +1,12 @@
 """The stages of the check matrix, and how each one's verdict per prod file is read.
 
-A stage runs the command its nox session names (`python -m generators --check`,
-`pre-commit run ...`) and reads its verdict from the tool's own output: the machine
-format where a tool has one (`python -m validators --format json`, `python -m
-generators --check --format json`, `python -m rollout diff|plan --format json`, mypy's
-`--output json`, the collector's JSON file, pytest's JUnit XML), the fixed words of its
-report where it has not (`ok`/`FAILED` and `path:line:col: [error] ... (rule)` of the
-compose check, pre-commit's `- hook id:`). Nothing here decides a verdict on its own:
-the tool's exit code and findings do.
+A stage runs the command its nox session names and reads its verdict from the tool's
+own machine format: `python -m validators --format json`, `python -m generators --check
+--format json`, `python -m validators.compose --format json`, `python -m rollout
+diff|plan --format json`, mypy's `--output json`, the collector's JSON file, pytest's
+JUnit XML; pre-commit has none, so its fixed `- hook id:` lines. The log shows each
+tool's own text report. Nothing here decides a verdict on its own: the tool's exit
+code and findings do.
 
 Library code: it returns an `Outcome` (cells, what to print, facts for the record)
 and never prints; `python -m ci.stage` (ci/stage.py) prints, writes the result and
@@ -40,11 +39,6 @@ ERROR_CODE = 3  # an unreadable report: an internal error of the pipeline, never
 
 # Colour codes: CI sets FORCE_COLOR, and the log keeps them; parsing must not see them.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# `path:line:col: [error] message (rule-id)`: the validators' and the compose check's
-# one finding format (validators/formats.py, validators/interpolation.Problem).
-_FINDING = re.compile(
-    r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): \[(?P<level>error|warning)\] .* \((?P<rule>[A-Za-z0-9_.-]+)\)$"
-)
 
 
 @dataclass(frozen=True)
@@ -260,38 +254,41 @@ def run_validate(command: Sequence[str], context: Context) -> Outcome:
 
 # --------------------------------------------------------------------------- compose
 
-_RENDERED = re.compile(r"^(?P<status>ok|FAILED)\s+(?P<path>\S+?):\s(?P<rest>.*)$")
-_SECONDS = re.compile(r", (?P<seconds>[0-9]+(?:\.[0-9]+)?) s -> ")
-
 
 def run_compose(command: Sequence[str], context: Context) -> Outcome:
-    """`python -m validators.compose`: `ok`/`FAILED` per file, then its findings."""
-    proc = run_command(command, context, merge=True)
+    """`python -m validators.compose --format json`: per file whether it rendered, the
+    problems, the binary; the log shows the check's own text report (and, under GitHub
+    Actions, its annotations)."""
+    proc = run_command(command, context, merge=False)
     if proc.returncode not in (0, 1):
         note = _exit_note(proc.returncode)
-        return Outcome(proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout)
-    rendered: dict[str, tuple[bool, float | None]] = {}
+        return Outcome(
+            proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
+        )
+    try:
+        data = json.loads(proc.stdout)
+        if not isinstance(data, dict) or data.get("format") != 1:
+            raise ValueError("not the compose check's JSON report (format 1)")
+        report = str(data["report"])
+        rendered = {str(row["path"]): (row["rendered"], row["seconds"]) for row in data.get("files", [])}
+        problems = [
+            (str(row["path"]), str(row["rule"]), str(row["message"]), str(row["annotation"]))
+            for row in data.get("problems", [])
+        ]
+        binary = data.get("binary")
+    except (ValueError, KeyError, TypeError) as error:
+        note = f"unreadable JSON report: {error}"
+        return Outcome(
+            ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
+        )
     counts: dict[str, dict[str, int]] = {}
-    first_error = ""
-    for line in plain(proc.stdout).splitlines():
-        match = _RENDERED.match(line)
-        if match:
-            timing = _SECONDS.search(match["rest"])
-            rendered[match["path"]] = (
-                match["status"] == "ok",
-                float(timing["seconds"]) if timing else None,
-            )
-            continue
-        finding = _FINDING.match(line)
-        if finding:
-            _count(counts, finding["path"], finding["rule"])
-            if not first_error and finding["level"] == "error":
-                first_error = line.split("] ", 1)[1]
+    for path, rule, _, _ in problems:
+        _count(counts, path, rule)
     files: dict[str, Cell] = {}
     for path in context.prod_files:
         found = counts.get(path, {})
-        if path in rendered:
-            ok, seconds = rendered[path]
+        ok, seconds = rendered.get(path, (None, None))
+        if ok is not None:
             files[path] = Cell(PASS if ok and not found else FAIL, found, duration_s=seconds)
         elif found:
             files[path] = Cell(FAIL, found, note="not rendered")
@@ -302,13 +299,21 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
         if path not in files:
             for rule, number in per.items():
                 elsewhere[rule] = elsewhere.get(rule, 0) + number
-    facts = {"compose": compose_facts_of(proc.stdout) or compose_facts()}
-    # The stage's one line: the check's own summary, and its first error (a missing dummy
+    facts = {"compose": compose_facts_of(binary) or compose_facts()}
+    if context.environ.get("GITHUB_ACTIONS"):
+        report += "".join(annotation + "\n" for _, _, _, annotation in problems)
+    # The stage's one line: the check's own summary, and its first problem (a missing dummy
     # names the variable), rather than the summary alone.
-    summary = last_line(proc.stdout)
-    note = last_line(f"{summary}; first: {first_error}") if first_error else ""
+    summary = last_line(data["report"])
+    note = last_line(f"{summary}; first: {problems[0][2]} ({problems[0][1]})") if problems else ""
     return Outcome(
-        proc.returncode, files, _repository(proc.returncode, elsewhere), proc.stdout, facts=facts, note=note
+        proc.returncode,
+        files,
+        _repository(proc.returncode, elsewhere),
+        report,
+        proc.stderr,
+        facts=facts,
+        note=note,
     )
 
 

@@ -25,7 +25,10 @@ A failing case (the dummy for HUGGING_FACE_HUB_TOKEN deleted; compose only warns
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import io
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -114,9 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=None, help="parallel renders (default: CPU count)")
     parser.add_argument(
         "--format",
-        choices=("auto", "text", "github"),
+        choices=("auto", "text", "github", "json"),
         default="auto",
-        help="github adds ::error annotations after the text report; auto picks github under GitHub Actions",
+        help="github adds ::error annotations after the text report; auto picks github under GitHub Actions; "
+        'json: {"format": 1, "binary", "files": [{"path", "rendered", "seconds"}], "problems", "report"} '
+        "(report: the text report)",
     )
     parser.add_argument(
         "--list-variables", action="store_true", help="also print every interpolation of every file"
@@ -150,6 +155,17 @@ def _run_explained(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.format != "json":
+        return _check(args, {})
+    facts: dict[str, Any] = {}
+    with contextlib.redirect_stdout(io.StringIO()) as report:
+        code = _check(args, facts)
+    print(json.dumps({"format": 1, **facts, "report": report.getvalue()}, indent=1))
+    return code
+
+
+def _check(args: argparse.Namespace, facts: dict[str, Any]) -> int:
+    """The check; `facts` receives what the JSON format adds to the text report."""
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     binary = _binary(args.compose)
@@ -164,6 +180,11 @@ def _run(args: argparse.Namespace) -> int:
     whole_set = not named
     files = _files(named)
     github = args.format == "github" or (args.format == "auto" and bool(os.environ.get("GITHUB_ACTIONS")))
+    facts["binary"] = {
+        "origin": binary.origin,
+        "version": binary.version,
+        "pinned": binary.argv[:2] != ("docker", "compose"),
+    }
 
     # Stage 1, before rendering: what each file interpolates, against the dummy values.
     env = load_dummy_env(args.env_file, layout.shown(args.env_file))
@@ -192,9 +213,22 @@ def _run(args: argparse.Namespace) -> int:
         print(problem)
     rendered = sum(1 for result in results if result.ok)
     print(f"{rendered} of {len(files)} file(s) rendered; {len(problems)} problem(s)")
+    # Results come in the files' order; none at all when a refused dummy stopped the render.
+    of = {scan.shown: result for scan, result in zip(scans, results, strict=False)}
+    facts["files"] = [
+        {
+            "path": scan.shown,
+            "rendered": of[scan.shown].ok if scan.shown in of else None,
+            "seconds": round(of[scan.shown].seconds, 3) if scan.shown in of else None,
+        }
+        for scan in scans
+    ]
+    facts["problems"] = [
+        {**problem._asdict(), "level": "error", "annotation": annotation(problem)} for problem in problems
+    ]
     if github:
         for problem in problems:
-            print(_annotation(problem))
+            print(annotation(problem))
     return ExitCode.FINDINGS if problems or rendered < len(files) else ExitCode.OK
 
 
@@ -320,7 +354,7 @@ def _print_variables(scans: Sequence[FileScan], env: DummyEnv) -> None:
             print(f"{scan.shown}:{ref.line}:{ref.col}: {ref.name} {kind}{nested}, {dummy}: {ref.text}")
 
 
-def _annotation(problem: Problem) -> str:
+def annotation(problem: Problem) -> str:
     """A GitHub workflow command; `%`, CR and LF must be escaped in the message."""
     message = problem.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     where = f"file={problem.path},line={problem.line},col={problem.col}"

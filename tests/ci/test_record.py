@@ -194,6 +194,8 @@ def _run_stages(build: Path, run_id: str, monkeypatch: pytest.MonkeyPatch) -> di
             PY,
             "-m",
             "validators.compose",
+            "--format",
+            "json",
             "--compose",
             "pinned",
             "--rendered-dir",

