@@ -91,6 +91,14 @@ NOT_SECRET_LAST = frozenset(
         "ref",
         "hint",
         "prefix",
+        # a proportion or a pace of tokens (`--swa-full-tokens-ratio`), never a token
+        "ratio",
+        "rate",
+        "fraction",
+        "percent",
+        "threshold",
+        "timeout",
+        "interval",
     }
 )
 # Words that contain a secret ending without being secrets (`passthrough`, `bypass`).

@@ -290,6 +290,9 @@ def _free_text(text: str) -> str | None:
 
 
 def _env_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
+    # That a secret must be required (`:?`), never left empty, is a stack's policy: in a
+    # file no stack claims, a placeholder default ("" or "unset") is no secret at all.
+    unclaimed = ctx.contract is None and ctx.pack is None
     for service in compose:
         declared = _declared_soft(compose, service, ctx)
         for key, value in service.env.items():
@@ -297,7 +300,7 @@ def _env_secrets(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
                 continue
             pos = service.env_pos.get(key, service.at("environment"))
             if secrets.secret_key(key):
-                why = _keyed(key, value, key in declared)
+                why = _keyed(key, value, unclaimed or key in declared)
                 if why is not None:
                     yield error(compose.path, pos, ID, f"{service.name} env {key} names a secret and {why}")
                 continue

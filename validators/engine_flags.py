@@ -157,6 +157,9 @@ def _spellings(build: EngineBuild) -> list[str]:
     return cached[1]
 
 
+SUGGESTED = 100  # unknown flags per engine that get a "did you mean"
+
+
 def _did_you_mean(written: str, build: EngineBuild) -> str:
     """`; did you mean --x?` for a near miss of a known flag (a typo), else ""."""
     if not written.startswith("--") or len(written) > 100:  # a hostile word is not a typo
@@ -226,6 +229,7 @@ def _check_engine(path: str, service: Service, build: EngineBuild) -> Iterator[F
     engine = build.contract.engine
     label = f"{build.manifest.label} (build {build.contract.name})"
     uses: list[Use] = []
+    unknown = 0
     index = len(service.program())
     while index < len(tokens):
         token = tokens[index]
@@ -246,12 +250,17 @@ def _check_engine(path: str, service: Service, build: EngineBuild) -> Iterator[F
                 )
         if spec is None:
             if problem is None:
+                unknown += 1
+                # A near miss costs a fuzzy match against every flag of the build; past
+                # SUGGESTED unknown flags in one engine the argv is not a typo, and 20,000
+                # such flags would take a minute.
+                hint = _did_you_mean(word.lookup, build) if unknown <= SUGGESTED else ""
                 yield error(
                     path,
                     token.pos,
                     ID,
                     f"{name} flag {written} does not exist in {label} and is not a declared patch flag (validators/contracts/engine-build.yaml)"
-                    + _did_you_mean(word.lookup, build),
+                    + hint,
                 )._replace(cause=flag_cause(name, written))
             # Skip what looks like its value so one unknown flag is one finding.
             index += 1

@@ -44,18 +44,22 @@ def check_bytes(raw: bytes, display: str, ctx: Context, rules: Sequence[str] = t
     return _rules(build(document), ctx, rules)
 
 
-def check_path(path: Path, display: str, ctx: Context, rules: Sequence[str] = tuple(RULES)) -> list[Finding]:
+def check_path(
+    path: Path, display: str, ctx: Context, rules: Sequence[str] = tuple(RULES), *, claimable: bool = True
+) -> list[Finding]:
+    """`claimable`: the file may be claimed by a stack's contract (it is one of the fleet's
+    own prod files); False judges it as any compose file, whatever its name."""
     document = load_file(path, display)
     if isinstance(document, Finding):
         return [document]
-    return _rules(build(document), ctx, rules)
+    return _rules(build(document), ctx, rules, claimable=claimable)
 
 
-def _rules(compose: object, ctx: Context, rules: Sequence[str]) -> list[Finding]:
+def _rules(compose: object, ctx: Context, rules: Sequence[str], *, claimable: bool = True) -> list[Finding]:
     from validators.model import ComposeFile
 
     assert isinstance(compose, ComposeFile)
-    ctx = ctx.for_file(compose.stem)
+    ctx = ctx.for_file(compose.stem) if claimable else ctx.for_file("")
     found: list[Finding] = []
     for rule in rules:
         module = RULES[rule]
@@ -194,12 +198,15 @@ def run(
     fleet_prod = layout.prod_dir().resolve()
     per_file: list[list[Finding]] = []
     for path, display in files:
+        # A stack's contract claims the fleet's own prod/<name>, never a file elsewhere
+        # that happens to share the name (another team's copy of a fleet file).
+        ours = path.resolve().parent == fleet_prod
         try:
-            found = check_path(path, display, ctx, rules)
+            found = check_path(path, display, ctx, rules, claimable=ours)
         except InputError as exc:
             report.unreadable.append(exc)
             continue
-        if path.resolve().parent == fleet_prod:
+        if ours:
             if "prod-config" in rules:
                 found = [*_unclaimed(path, display, ctx), *found]
             # Only the fleet's own files were rendered from the fleet's data.

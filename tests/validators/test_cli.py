@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,18 +20,20 @@ TWO_FINDINGS = (
     .replace("num_consumers: 1", "num_consumers: 2")
     .replace("    container_name: nginx\n", "    container_name: nginx-front\n")
 )
+SHOWN = f"prod/{BASE}"  # as the fleet names its own file
 TEXT = (
-    f"{BASE}:263:5: [error] container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key (compose-hygiene)\n"
-    f"{BASE}:545:13: [error] exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order) (otel-labels)\n"
+    f"{SHOWN}:263:5: [error] container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key (compose-hygiene)\n"
+    f"{SHOWN}:545:13: [error] exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order) (otel-labels)\n"
 )
 
 
 @pytest.fixture
-def mutated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.chdir(tmp_path)
+def mutated(write_prod: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The fleet's own prod file, edited (a file elsewhere would not be the stack's)."""
+    path = write_prod(BASE, TWO_FINDINGS)
+    monkeypatch.chdir(path.parent.parent)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    (tmp_path / BASE).write_text(TWO_FINDINGS, encoding="utf-8")
-    return BASE
+    return SHOWN
 
 
 def test_text_format_prints_one_line_per_finding_and_a_summary(mutated: str) -> None:
@@ -44,7 +47,7 @@ def test_json_format_prints_a_list_and_the_summary_on_stderr(mutated: str) -> No
     assert result.code == 1
     assert json.loads(result.out) == [
         {
-            "path": BASE,
+            "path": SHOWN,
             "line": 263,
             "col": 5,
             "level": "error",
@@ -52,7 +55,7 @@ def test_json_format_prints_a_list_and_the_summary_on_stderr(mutated: str) -> No
             "message": "container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key",
         },
         {
-            "path": BASE,
+            "path": SHOWN,
             "line": 545,
             "col": 13,
             "level": "error",
@@ -68,8 +71,8 @@ def test_github_format_prints_the_full_report_then_one_annotation_per_finding(mu
     assert result.code == 1
     assert result.out == (
         TEXT
-        + f"::error file={BASE},line=263,col=5,title=compose-hygiene::container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key\n"
-        + f"::error file={BASE},line=545,col=13,title=otel-labels::exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order)\n"
+        + f"::error file={SHOWN},line=263,col=5,title=compose-hygiene::container_name 'nginx-front' differs from the service key 'nginx'; other services reach it by the key\n"
+        + f"::error file={SHOWN},line=545,col=13,title=otel-labels::exporter otlphttp/gateway sending_queue.num_consumers is 2; it must be 1 (cumulative metrics must arrive in order)\n"
         + "1 file checked: 2 errors, 0 warnings\n"
     )
 

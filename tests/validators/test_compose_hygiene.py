@@ -203,6 +203,8 @@ def test_secret_like_keys(key: str) -> None:
         "bypass",
         "key_id",
         "--enable-dynamic-batch-tokenizer",
+        "--swa-full-tokens-ratio",
+        "TOKEN_REFRESH_INTERVAL",
     ],
 )
 def test_keys_naming_where_or_how_many_are_not_secrets(key: str) -> None:

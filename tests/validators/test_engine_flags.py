@@ -125,6 +125,15 @@ services:
 """.replace("{image}", sglang_build(load_context()).contract.images[0])
 
 
+def test_past_a_hundred_unknown_flags_in_one_engine_no_near_miss_is_searched() -> None:
+    unknown = ", ".join(f"--no-such-flag-{index}" for index in range(engine_flags.SUGGESTED))
+    text = SNIPPET.replace("{flag}", f"--chunked-prefil-size, '1', {unknown}, --chunked-prefil-size")
+    found = [message for _, _, message in findings(text, "fixture.yaml") if "chunked-prefil-size" in message]
+    # The first typo is the first unknown flag: it gets its hint; the same typo after a
+    # hundred other unknown flags does not.
+    assert [message.endswith("; did you mean --chunked-prefill-size?") for message in found] == [True, False]
+
+
 def test_an_engine_on_an_image_without_a_manifest_is_named_once_never_judged_by_another_build() -> None:
     other = "docker.io/lmsysorg/sglang@sha256:" + "a" * 64
     text = SNIPPET.replace(sglang_build(load_context()).contract.images[0], other).replace(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.validators.conftest import run_cli
+from tests.validators.conftest import BASE, prod_text, run_cli
 
 DIGEST = "@sha256:" + "a" * 64
 
@@ -125,4 +125,37 @@ def test_the_flags_behind_a_switch_are_judged_and_a_list_switch_is_an_empty_word
             "compose-hygiene",
             "model-b command item '${DP:+--dp-size 2}' is an empty argument when DP is unset (a list keeps it, and the program refuses ''); write the command as one string, where Compose drops an empty word",
         )
+    ]
+
+
+def test_a_file_outside_the_fleet_that_shares_a_fleet_files_name_is_not_the_stacks(tmp_path: Path) -> None:
+    # Another team's repository holds a file under the very name of one of ours: it is
+    # judged as any compose file, never by our stack's contract.
+    path = tmp_path / BASE
+    path.write_text(prod_text(BASE).replace("num_consumers: 1", "num_consumers: 2"), encoding="utf-8")
+    result = run_cli("--format", "json", path)
+    assert (result.code, result.findings()) == (0, [])
+
+
+def test_a_placeholder_default_is_no_secret_in_a_file_no_stack_claims(tmp_path: Path) -> None:
+    service = f"  collector:\n    image: docker.io/example/collector{DIGEST}\n    restart: unless-stopped\n"
+    empty = _findings(
+        tmp_path, f"services:\n{service}    environment:\n      INGEST_TOKEN: ${{INGEST_TOKEN:-unset}}\n"
+    )
+    assert [rule for _, level, rule, _ in empty if level == "error"] == []
+    real = _findings(
+        tmp_path, f"services:\n{service}    environment:\n      INGEST_TOKEN: ${{INGEST_TOKEN:-changeme}}\n"
+    )
+    assert [(rule, message.split(" names")[0]) for _, level, rule, message in real if level == "error"] == [
+        ("compose-hygiene", "collector env INGEST_TOKEN")
+    ]
+
+
+def test_a_one_shot_job_off_every_network_is_isolation_a_server_off_it_is_not(tmp_path: Path) -> None:
+    job = f"  preflight:\n    image: docker.io/example/check{DIGEST}\n    network_mode: none\n"
+    assert [rule for _, _, rule, _ in _findings(tmp_path, f"services:\n{job}")] == []
+    server = job.replace("preflight:", "server:") + "    restart: unless-stopped\n"
+    server += "    healthcheck: {test: [CMD, 'true']}\n"
+    assert [message for _, _, _, message in _findings(tmp_path, f"services:\n{server}")] == [
+        "server has network_mode: none: no peer can reach it; drop network_mode and join the project network"
     ]

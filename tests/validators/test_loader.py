@@ -44,7 +44,8 @@ def test_malformed_input_is_one_yaml_finding_and_the_next_file_is_still_checked(
     monkeypatch.chdir(tmp_path)
     (tmp_path / f"{name}.yaml").write_bytes(raw)
     (tmp_path / BASE).write_text(
-        prod_text(BASE).replace("num_consumers: 1", "num_consumers: 2"), encoding="utf-8"
+        prod_text(BASE).replace("    container_name: nginx\n", "    container_name: nginx-front\n"),
+        encoding="utf-8",
     )
     result = run_cli("--format", "json", f"{name}.yaml", BASE)
     rows = result.findings()
@@ -54,7 +55,7 @@ def test_malformed_input_is_one_yaml_finding_and_the_next_file_is_still_checked(
     assert [(row["rule"], row["line"]) for row in mine] == [("yaml", line)]
     assert message in mine[0]["message"]
     # The run went on: the prod copy after it was checked and its one mutation found.
-    assert [(row["rule"], row["path"]) for row in rows if row["path"] == BASE] == [("otel-labels", BASE)]
+    assert [(row["rule"], row["path"]) for row in rows if row["path"] == BASE] == [("compose-hygiene", BASE)]
     assert "2 files checked" in result.err
 
 

@@ -100,7 +100,7 @@ def test_an_unknown_role_in_the_wiring_contract_is_refused_at_its_line(tmp_path:
 
 def _own_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: str) -> Path:
     """A copy of the fixture fleet whose stack contract ends with `block`; its BASE file."""
-    root = tmp_path / "fleet"
+    root = tmp_path / "own-fleet"
     shutil.copytree(FLEET, root)
     contract = root / "validators" / "contracts" / "glm53.yaml"
     contract.write_text(contract.read_text(encoding="utf-8") + block, encoding="utf-8")

@@ -37,7 +37,10 @@ def check_runtime(
     for service in compose:
         engine = service.name in engines
         mode = service.get("network_mode")
-        if isinstance(mode, str) and mode in forbidden:
+        one_shot = service.get("restart") in (None, "no") and not engine
+        # A one-shot job cut off from every network (a preflight, a cleanup) is isolation,
+        # not a broken edge: no peer waits for it.
+        if isinstance(mode, str) and mode in forbidden and not (mode == "none" and one_shot):
             yield checks.finding(
                 compose,
                 value_at(compose, service, "network_mode"),
@@ -58,7 +61,7 @@ def check_runtime(
             )
         if engine and claimed:  # the engine's entrypoint, env file and start period are stack policy
             yield from _engine_runtime(compose, service, runtime)
-        if service.get("restart") in (None, "no") and not engine:
+        if one_shot:
             continue  # a one-shot service (the downloader) needs no healthcheck
         healthcheck = service.get("healthcheck")
         test = healthcheck.get("test") if isinstance(healthcheck, dict) else None
