@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,24 @@ def replace_once(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert old in text, old
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+@pytest.fixture
+def write_prod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Write text as a prod file of a fleet: a copy of the fixture fleet's contracts and
+    dummy env, its committed prod files and this one, that TIEROPS_FLEET names, so the
+    file's name selects the stack contract that claims it, as for the fleet's own
+    prod/<name>. Without the stacks' data, findings point at the file alone (no "written
+    at" data line)."""
+    fleet = tmp_path / "fleet"
+    for part in ("validators", "ci"):
+        shutil.copytree(FLEET / part, fleet / part)
+    shutil.copytree(PROD, fleet / "prod")
+    monkeypatch.setenv("TIEROPS_FLEET", str(fleet))
+
+    def write(name: str, text: str) -> Path:
+        path = fleet / "prod" / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write

@@ -34,12 +34,11 @@ def _run(stacks: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[
     return code, out, err
 
 
-def _rendered_with(tmp_path: Path, old: str, new: str, stem: str = "Pack-Fixture") -> Path:
-    """The rendered fixture with the first `old` replaced, saved as `<stem>.yaml`."""
+def _rendered_with(write_prod: Any, old: str, new: str, stem: str = "Pack-Fixture") -> Path:
+    """The rendered fixture with the first `old` replaced, as the fleet's prod/<stem>.yaml."""
     text = RENDERED.read_text(encoding="utf-8")
     assert old in text
-    path = tmp_path / f"{stem}.yaml"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    path: Path = write_prod(f"{stem}.yaml", text.replace(old, new, 1))
     return path
 
 
@@ -95,10 +94,17 @@ def test_the_rendered_pack_passes_the_generic_checks_and_its_pack_policy() -> No
     assert result.code == 0, result.out
 
 
-def test_without_its_pack_claim_the_collector_soft_default_is_a_finding(tmp_path: Path) -> None:
-    unclaimed = tmp_path / "Another-Pack.yaml"
-    shutil.copy(RENDERED, unclaimed)
-    result = run_cli("--format", "text", unclaimed)
+def test_without_its_pack_claim_the_collector_soft_default_is_a_finding(write_prod: Any) -> None:
+    # The pack's own file, with the collector's token declared soft by its pack claim...
+    path = write_prod("Pack-Fixture.yaml", RENDERED.read_text(encoding="utf-8"))
+    assert "MONITORING_INGEST_TOKEN" not in run_cli("--format", "text", path).out
+    # ...and without that declaration: a secret must then be required.
+    packs = path.parent.parent / "validators" / "contracts" / "packs.yaml"
+    text = packs.read_text(encoding="utf-8")
+    declared = "soft_default_env: [MONITORING_INGEST_TOKEN]"
+    assert declared in text
+    packs.write_text(text.replace(declared, "soft_default_env: []"), encoding="utf-8")
+    result = run_cli("--format", "text", path)
     assert result.code == 1
     assert "otelcol-contrib env MONITORING_INGEST_TOKEN names a secret and has a soft default" in result.out
 
@@ -167,15 +173,17 @@ def test_list_shows_each_member_replica_and_its_gpus(
 
 def test_undeclared_sharing_is_a_warning_in_a_file_nothing_claims(tmp_path: Path) -> None:
     # Another team's pack may share a GPU on purpose without our declaration.
-    foreign = _rendered_with(tmp_path, "    x-gpu-share: two 0.6B", "    x-note: two 0.6B", "Their-Pack")
+    foreign = tmp_path / "Their-Pack.yaml"
+    text = RENDERED.read_text(encoding="utf-8")
+    foreign.write_text(text.replace("    x-gpu-share: two 0.6B", "    x-note: two 0.6B", 1), encoding="utf-8")
     result = run_cli("--format", "text", foreign)
     line = next(line for line in result.out.splitlines() if "(gpu-sharing)" in line)
     assert "[warning] model-vllm-qwen3-embedding-0.6b GPU 0 is also reserved by" in line
 
 
-def test_each_member_s_contract_judges_its_own_engines_in_the_pack(tmp_path: Path) -> None:
+def test_each_member_s_contract_judges_its_own_engines_in_the_pack(write_prod: Any) -> None:
     old = '      - --gpu-memory-utilization\n      - "0.15"\n'
-    changed = _rendered_with(tmp_path, old, old.replace("0.15", "0.25"))
+    changed = _rendered_with(write_prod, old, old.replace("0.15", "0.25"))
     result = run_cli("--format", "text", changed)
     assert result.code == 1
     assert (
@@ -202,9 +210,9 @@ def test_a_pack_member_without_a_contract_for_the_file_is_an_error() -> None:
     assert _unclaimed(Path("prod/Pack-Fixture.yaml"), "prod/Pack-Fixture.yaml", ctx) == []
 
 
-def test_a_member_s_labels_are_judged_by_its_contract_and_not_by_the_others(tmp_path: Path) -> None:
+def test_a_member_s_labels_are_judged_by_its_contract_and_not_by_the_others(write_prod: Any) -> None:
     old = "      tierops.otel.model: Qwen/Qwen3-Embedding-0.6B\n"
-    changed = _rendered_with(tmp_path, old, old.replace("0.6B", "8B"))
+    changed = _rendered_with(write_prod, old, old.replace("0.6B", "8B"))
     result = run_cli("--format", "text", changed)
     assert result.code == 1
     findings = [line for line in result.out.splitlines() if line.endswith("(otel-labels)")]
@@ -215,9 +223,9 @@ def test_a_member_s_labels_are_judged_by_its_contract_and_not_by_the_others(tmp_
     ) in findings[0]
 
 
-def test_the_host_s_exporter_must_see_every_member_s_gpus(tmp_path: Path) -> None:
+def test_the_host_s_exporter_must_see_every_member_s_gpus(write_prod: Any) -> None:
     old = '                - "1"\n                - "2"\n              capabilities:'
-    changed = _rendered_with(tmp_path, old, '                - "1"\n              capabilities:')
+    changed = _rendered_with(write_prod, old, '                - "1"\n              capabilities:')
     result = run_cli("--format", "text", changed)
     assert result.code == 1
     assert (

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.conftest import FLEET
 from validators.cli import main
@@ -59,24 +56,3 @@ def line_of(text: str, needle: str, nth: int = 1) -> int:
         if start < 0:
             raise AssertionError(f"not found (occurrence {nth}): {needle!r}")
     return text.count("\n", 0, start) + 1
-
-
-@pytest.fixture
-def write_prod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Write text as a prod file of a fleet: a copy of the fixture fleet's contracts and
-    dummy env, its committed prod files and this one, that TIEROPS_FLEET names, so the
-    file's name selects the stack contract that claims it, as for the fleet's own
-    prod/<name>. Without the stacks' data, findings point at the file alone (no "written
-    at" data line)."""
-    fleet = tmp_path / "fleet"
-    for part in ("validators", "ci"):
-        shutil.copytree(FLEET / part, fleet / part)
-    shutil.copytree(PROD, fleet / "prod")
-    monkeypatch.setenv("TIEROPS_FLEET", str(fleet))
-
-    def write(name: str, text: str) -> Path:
-        path = fleet / "prod" / name
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    return write
