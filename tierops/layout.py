@@ -58,9 +58,15 @@ def contracts_dir() -> Path:
     validators' generic checks still run in a compose repository of another layout (a
     pre-commit hook's); a named fleet gets its own or the error."""
     own = fleet_root() / "validators" / "contracts"
-    if own.is_dir() or os.environ.get(FLEET_ENV, ""):
+    if has_own_contracts():
         return own
     return CODE_ROOT / "validators" / "contracts"
+
+
+def has_own_contracts() -> bool:
+    """Whether the fleet's stack contracts are its own: the shipped ones describe this
+    repository's stacks and never claim another repository's prod/ files."""
+    return (fleet_root() / "validators" / "contracts").is_dir() or bool(os.environ.get(FLEET_ENV, ""))
 
 
 def build_dir() -> Path:

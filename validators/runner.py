@@ -195,12 +195,13 @@ def run(
     cap: int = CAP,
 ) -> Report:
     report = Report()
-    fleet_prod = layout.prod_dir().resolve()
+    # A stack's contract claims the fleet's own prod/<name>, never a file elsewhere that
+    # happens to share the name (another team's copy of a fleet file), nor a file of a
+    # repository judged with the contracts shipped with the code (a pre-commit hook's).
+    fleet_prod = layout.prod_dir().resolve() if layout.has_own_contracts() else None
     per_file: list[list[Finding]] = []
     for path, display in files:
-        # A stack's contract claims the fleet's own prod/<name>, never a file elsewhere
-        # that happens to share the name (another team's copy of a fleet file).
-        ours = path.resolve().parent == fleet_prod
+        ours = fleet_prod is not None and path.resolve().parent == fleet_prod
         try:
             found = check_path(path, display, ctx, rules, claimable=ours)
         except InputError as exc:

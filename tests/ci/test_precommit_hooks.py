@@ -181,6 +181,19 @@ def test_validate_gives_an_unclaimed_file_only_the_generic_checks(hooks: Hooks, 
     assert (passed.returncode, findings) == (0, [UNPINNED_FINDING]), passed.stdout + failed.stdout
 
 
+def test_another_teams_prod_file_under_one_of_our_names_gets_only_the_generic_checks(
+    hooks: Hooks, tmp_path: Path
+) -> None:
+    # Their repository has no contracts of its own: the shipped ones describe our stacks
+    # and must not claim their prod/ file because it shares a name with one of ours.
+    name = "GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml"
+    text = (FLEET / "prod" / name).read_text(encoding="utf-8").replace("num_consumers: 1", "num_consumers: 2")
+    repo = hooks.repo(tmp_path / "theirs", {f"prod/{name}": text})
+    proc = hooks.run(repo, "tierops-validate")
+    assert proc.returncode == 0, proc.stdout
+    assert "otel-labels" not in proc.stdout and "no stack contract claims" not in proc.stdout
+
+
 def test_compose_check_needs_a_dummy_for_every_required_variable(hooks: Hooks, tmp_path: Path) -> None:
     text = PINNED + "    environment:\n      API_TOKEN: ${API_TOKEN}\n"
     repo = hooks.repo(tmp_path / "compose", {"compose.yaml": text, "ci/dummy.env": ""})
