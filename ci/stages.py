@@ -151,6 +151,11 @@ def _count(counts: dict[str, dict[str, int]], path: str, rule: str) -> None:
     per[rule] = per.get(rule, 0) + 1
 
 
+def _no_verdict(context: Context, proc: Completed, code: int, note: str) -> Outcome:
+    """A run whose report says nothing per file: every cell an error, with why."""
+    return Outcome(code, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr)
+
+
 def _repository(outcome_code: int, counts: Mapping[str, int], note: str = "") -> Cell:
     verdict = stage_verdict(outcome_code)
     if verdict == FAIL and not counts:
@@ -172,17 +177,11 @@ def run_generated(command: Sequence[str], context: Context) -> Outcome:
 
     proc = run_command(command, context, merge=False)
     if proc.returncode not in (0, 1):
-        note = _exit_note(proc.returncode)
-        return Outcome(
-            proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
-        )
+        return _no_verdict(context, proc, proc.returncode, _exit_note(proc.returncode))
     try:
         reports = reports_from_json(proc.stdout)
     except ValueError as error:
-        note = f"unreadable JSON report: {error}"
-        return Outcome(
-            ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
-        )
+        return _no_verdict(context, proc, ERROR_CODE, f"unreadable JSON report: {error}")
     files: dict[str, Cell] = {}
     repository: dict[str, int] = {}
     for report in reports:
@@ -210,13 +209,7 @@ def run_validate(command: Sequence[str], context: Context) -> Outcome:
 
     proc = run_command(command, context, merge=False)
     if proc.returncode not in (0, 1):
-        return Outcome(
-            proc.returncode,
-            _error_cells(context, _exit_note(proc.returncode)),
-            Cell(ERROR, note=_exit_note(proc.returncode)),
-            proc.stdout,
-            proc.stderr,
-        )
+        return _no_verdict(context, proc, proc.returncode, _exit_note(proc.returncode))
     try:
         rows = json.loads(proc.stdout)
         findings = [
@@ -224,10 +217,7 @@ def run_validate(command: Sequence[str], context: Context) -> Outcome:
             for row in rows
         ]
     except (ValueError, KeyError, TypeError) as error:
-        note = f"unreadable JSON report: {error}"
-        return Outcome(
-            ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
-        )
+        return _no_verdict(context, proc, ERROR_CODE, f"unreadable JSON report: {error}")
     counts: dict[str, dict[str, int]] = {}
     failing: set[str] = set()
     for finding in findings:
@@ -261,10 +251,7 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
     Actions, its annotations)."""
     proc = run_command(command, context, merge=False)
     if proc.returncode not in (0, 1):
-        note = _exit_note(proc.returncode)
-        return Outcome(
-            proc.returncode, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
-        )
+        return _no_verdict(context, proc, proc.returncode, _exit_note(proc.returncode))
     try:
         data = json.loads(proc.stdout)
         if not isinstance(data, dict) or data.get("format") != 1:
@@ -277,10 +264,7 @@ def run_compose(command: Sequence[str], context: Context) -> Outcome:
         ]
         binary = data.get("binary")
     except (ValueError, KeyError, TypeError) as error:
-        note = f"unreadable JSON report: {error}"
-        return Outcome(
-            ERROR_CODE, _error_cells(context, note), Cell(ERROR, note=note), proc.stdout, proc.stderr
-        )
+        return _no_verdict(context, proc, ERROR_CODE, f"unreadable JSON report: {error}")
     counts: dict[str, dict[str, int]] = {}
     for path, rule, _, _ in problems:
         _count(counts, path, rule)
