@@ -39,9 +39,11 @@ _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 _NESTED_FENCE = re.compile(r"^((?:[ \t]|>|[-+*](?=[ \t])|[0-9]{1,9}[.)](?=[ \t]))+)(`{3}|~{3})")
 _ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 # `@` in every spelling GitHub turns into one (a character reference is decoded first),
-# when no ASCII letter, digit or `_` comes before it: that is when GitHub links it.
+# when no ASCII letter or digit comes before it: that is when GitHub links it. `_` does
+# not protect it (`_@name_` is emphasis around a bare `@name`), nor does a character
+# reference spelling the name (`@&#111;ctocat`).
 _AT_REFERENCE = re.compile(r"&#0*64(?![0-9]);?|&#[xX]0*40(?![0-9A-Fa-f]);?|&commat;?")
-_MENTION = re.compile(r"(?<![A-Za-z0-9_])@(?=[A-Za-z0-9])")
+_MENTION = re.compile(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9]|&#?[A-Za-z0-9])")
 ZERO_WIDTH_SPACE = "\u200b"
 
 

@@ -116,6 +116,14 @@ def test_mentions_in_the_records_notes_and_base_explanation_are_defused(tmp_path
         "&#X0040;octocat",
         "&commat;octocat",
         "<b>@octocat</b>",
+        "_@octocat_",
+        "__@octocat__",
+        "*_@octocat_*",
+        "_x_@octocat",
+        "_&#64;octocat_",
+        "@&#111;ctocat",
+        "@&#x6F;ctocat",
+        "| _@octocat_ |",
     ],
 )
 def test_every_spelling_github_links_is_defused_in_the_diff(tmp_path: Path, spelling: str) -> None:
