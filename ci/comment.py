@@ -110,6 +110,14 @@ def _no_constant(name: str) -> Any:
     raise _NotStrictJSON(f"{name} is not a JSON number")
 
 
+def _finite(text: str) -> float:
+    """A JSON number as a float, refused when it overflows to infinity (`1e999`)."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _NotStrictJSON(f"{text[:20]} overflows a double")
+    return value
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
@@ -139,7 +147,12 @@ def _no_lone_surrogates(value: Any) -> None:
 def _json(data: bytes, name: str) -> Any:
     """Strict JSON: no NaN or Infinity, no repeated key, no lone surrogate."""
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+        value = json.loads(
+            data.decode("utf-8"),
+            parse_constant=_no_constant,
+            parse_float=_finite,
+            object_pairs_hook=_unique_keys,
+        )
         _no_lone_surrogates(value)
     except _NotStrictJSON as error:
         raise InputError(f"{name} is not strict JSON: {error}", where="the artifact") from None

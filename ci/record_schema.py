@@ -132,8 +132,9 @@ class _Validator:
     def check_string(self, value: str, schema: Mapping[str, Any], where: str) -> None:
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             self.fail(where, f"a string of {len(value)} characters, more than {schema['maxLength']}")
-        # re.search, as the jsonschema package does (patterns here are anchored).
-        if "pattern" in schema and not re.search(schema["pattern"], value):
+        # re.search, as the jsonschema package does (patterns here are anchored), with `$`
+        # as ECMA-262 reads it: the end of the string, not before a final newline.
+        if "pattern" in schema and not re.search(_ecma_end(schema["pattern"]), value):
             self.fail(where, f"{_short(value)} does not match {schema['pattern']!r}")
 
     def check_object(self, value: dict[str, Any], schema: Mapping[str, Any], where: str) -> None:
@@ -178,3 +179,8 @@ def validate(instance: Any, schema: Mapping[str, Any]) -> list[str]:
     validator = _Validator(schema)
     validator.check(instance, schema, "$")
     return validator.errors
+
+
+def _ecma_end(pattern: str) -> str:
+    """`$` at the end of a pattern as `\\Z`: Python's `$` also matches before a final `\\n`."""
+    return pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith(r"\$") else pattern

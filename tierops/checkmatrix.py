@@ -77,7 +77,7 @@ def headline(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> st
     reasons: dict[str, list[str]] = {}
     for stage in stages:
         if stage.get("verdict") == NOT_RUN:
-            reasons.setdefault(clean(str(stage.get("note") or "")), []).append(str(stage.get("name")))
+            reasons.setdefault(clean(str(stage.get("note") or "")), []).append(clean(str(stage.get("name"))))
     missing = [
         f"{', '.join(names)} not run" + (f" ({reason})" if reason else "")
         for reason, names in reasons.items()

@@ -204,8 +204,10 @@ def _record_text() -> str:
         (lambda text: text.replace('"duration_s": 0.25', '"duration_s": -Infinity', 1), "not a JSON number"),
         (lambda text: text.replace('{"format": 1', '{"format": 1, "format": 1', 1), "repeated"),
         (lambda text: text.replace('"how": "merge-base', '"how": "\\ud800merge-base', 1), "lone surrogate"),
+        (lambda text: text.replace('"duration_s": 0.25', '"duration_s": 1e999', 1), "overflows"),
+        (lambda text: text.replace('"name": "collector"', '"name": "collector\\n"', 1), "does not match"),
     ],
-    ids=["NaN", "Infinity", "-Infinity", "repeated key", "lone surrogate"],
+    ids=["NaN", "Infinity", "-Infinity", "repeated key", "lone surrogate", "overflow", "newline in a name"],
 )
 def test_the_record_is_parsed_strictly(tmp_path: Path, edit: Any, why: str) -> None:
     write_artifact(tmp_path)
