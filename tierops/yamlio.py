@@ -73,15 +73,18 @@ def load_roundtrip(path: Path, *, display: str | None = None) -> Any:
     """Load one YAML document with positions; any problem becomes one InputError line."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    from tierops.yamlload import LoadError, load_bytes, read_regular
+
     shown = display or str(path)
+    # The bounded loader first: a regular file only (never a FIFO or /dev/zero), and the
+    # budgets on size, depth, aliases and numbers that hold for the prod files; ruamel's
+    # own reader has none of them.
+    raw = read_regular(path, shown)
     try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", where=shown) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 (byte {exc.start})", where=shown) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", where=shown) from None
+        load_bytes(raw, shown)
+    except LoadError as exc:
+        raise InputError(f"invalid YAML: {exc.message}", where=f"{shown}:{exc.pos.line}:{exc.pos.col}") from None
+    text = raw.decode("utf-8")  # the bounded loader has refused anything else
     try:
         return roundtrip().load(text)
     except MarkedYAMLError as exc:
@@ -93,3 +96,5 @@ def load_roundtrip(path: Path, *, display: str | None = None) -> Any:
         raise InputError(f"invalid YAML: {problem}", where=where) from None
     except YAMLError as exc:
         raise InputError(f"invalid YAML: {' '.join(str(exc).split())}", where=shown) from None
+    except ValueError as exc:  # a value ruamel cannot build, such as an int of 5,000 digits
+        raise InputError(f"invalid YAML: {' '.join(str(exc).split())[:200]}", where=shown) from None

@@ -12,7 +12,9 @@ exporter, which watches every GPU and uses none, is not a sharer.
   declaration. In a stack's file the contract's GPU assignment (prod-config) decides.
 - Engines on a shared GPU each set their share of its memory (SGLang
   `--mem-fraction-static`, vLLM `--gpu-memory-utilization`); without it the engine takes
-  its default, most of the GPU. The shares of one GPU add up to 1.0 at most.
+  its default, most of the GPU. The shares of one GPU add up to 1.0 at most. An error in
+  a claimed file, a warning in a file nothing claims, whose services on one GPU may be
+  alternatives deployed one at a time.
 
 Passing example::
 
@@ -48,7 +50,7 @@ def check(compose: ComposeFile, ctx: Context) -> Iterator[Finding]:
     on = _on_gpus(compose, ctx)
     if ctx.contract is None:
         yield from _undeclared(compose, on, strict=ctx.pack is not None)
-    yield from _memory(compose, on)
+    yield from _memory(compose, on, strict=ctx.contract is not None or ctx.pack is not None)
 
 
 def _on_gpus(compose: ComposeFile, ctx: Context) -> dict[str, list[tuple[Service, Token]]]:
@@ -90,7 +92,13 @@ def _undeclared(
             )
 
 
-def _memory(compose: ComposeFile, on: dict[str, list[tuple[Service, Token]]]) -> Iterator[Finding]:
+def _memory(
+    compose: ComposeFile, on: dict[str, list[tuple[Service, Token]]], *, strict: bool
+) -> Iterator[Finding]:
+    # In a file nothing claims, services on one GPU may be alternatives deployed one at a
+    # time (a TP4 replica and the TP2 pair that replaces it): advice, not an error.
+    found = error if strict else warning
+    alternatives = "" if strict else " (unless these services never run together)"
     for gpu, held in on.items():
         engines = [(service, token) for service, token in held if service.program_name() is not None]
         if len(held) < 2 or not engines:
@@ -104,12 +112,13 @@ def _memory(compose: ComposeFile, on: dict[str, list[tuple[Service, Token]]]) ->
                 continue
             if share is None or share.value is None:
                 complete = False
-                yield error(
+                yield found(
                     compose.path,
                     token.pos,
                     ID,
                     f"{service.name} shares GPU {gpu} but sets no {flag}: it takes its default share, most of the GPU; "
-                    f"give each engine on GPU {gpu} its share ({flag} 0.4 for two of them, for instance)",
+                    f"give each engine on GPU {gpu} its share ({flag} 0.4 for two of them, for instance)"
+                    + alternatives,
                 )
                 continue
             try:
@@ -122,9 +131,10 @@ def _memory(compose: ComposeFile, on: dict[str, list[tuple[Service, Token]]]) ->
                 f"{s.name} {next((f.value for f in s.flags() if f.flag == MEMORY_FRACTION.get(s.program_name() or '')), '?')}"
                 for s, _ in engines
             )
-            yield error(
+            yield found(
                 compose.path,
                 token.pos,
                 ID,
-                f"the engines on GPU {gpu} ask for {total:.2f} of its memory ({shares}); lower their shares to 1.0 in all",
+                f"the engines on GPU {gpu} ask for {total:.2f} of its memory ({shares}); lower their shares to 1.0 in all"
+                + alternatives,
             )

@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from generators.cli import main
-from tests.conftest import LONG_CONTEXT, PROD, ROOT, TARGETS
+from tests.conftest import LONG_CONTEXT, PROD, ROOT, SOURCE, TARGETS
 
 FILES = sorted(path.name for path in PROD.glob("*.yaml"))
 
@@ -142,7 +143,36 @@ def test_help_shows_the_exit_code_table(capsys: pytest.CaptureFixture[str]) -> N
 def test_a_missing_source_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--check", "--source", str(tmp_path / "nope.yaml"), "--targets-file", str(TARGETS)]) == 2
     err = capsys.readouterr().err
-    assert err == f"{tmp_path / 'nope.yaml'}: file not found\n"
+    assert err == f"{tmp_path / 'nope.yaml'}: file not found; check the path\n"
+
+
+def _bomb(depth: int = 8) -> str:
+    text = "bomb:\n  a0: &a0 [" + ", ".join(["lol"] * 9) + "]\n"
+    for level in range(1, depth):
+        text += f"  a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 9) + "]\n"
+    return text
+
+
+@pytest.mark.parametrize(
+    ("hostile", "said"),
+    [
+        (os.mkfifo, "not a regular file"),
+        (lambda path: path.write_text(f"x: {'9' * 5000}\n" + path.read_text()), "invalid YAML"),
+        (lambda path: path.write_text(f"x: {'[' * 20000}{']' * 20000}\n"), "nesting deeper than 64"),
+        (lambda path: path.write_text(_bomb() + path.read_text()), "alias expansion exceeds"),
+    ],
+    ids=["fifo", "a 5,000-digit int", "20,000 levels", "alias bomb"],
+)
+def test_hostile_stack_data_is_one_line_and_exit_2_fast(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], hostile: Any, said: str
+) -> None:
+    source = tmp_path / "s.source.yaml"
+    if said != "not a regular file":
+        source.write_text(SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
+    hostile(source)
+    assert main(["--check", "--source", str(source), "--targets-file", str(TARGETS)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
 def test_an_internal_error_is_one_line_and_exit_3(

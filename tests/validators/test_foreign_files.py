@@ -159,3 +159,25 @@ def test_a_one_shot_job_off_every_network_is_isolation_a_server_off_it_is_not(tm
     assert [message for _, _, _, message in _findings(tmp_path, f"services:\n{server}")] == [
         "server has network_mode: none: no peer can reach it; drop network_mode and join the project network"
     ]
+
+
+def test_engines_over_one_gpus_memory_are_advice_where_they_may_be_alternatives(tmp_path: Path) -> None:
+    def engine(name: str, share: str) -> str:
+        return (
+            f"  {name}:\n    image: docker.io/vllm/vllm-openai{DIGEST}\n    restart: unless-stopped\n"
+            f"    command: [--model, m, --gpu-memory-utilization, '{share}']\n"
+            "    x-gpu-share: a TP4 replica and the pair that replaces it\n"
+            "    healthcheck: {test: [CMD, 'true']}\n"
+            "    deploy: {resources: {reservations: {devices: [{driver: nvidia, device_ids: ['0'], "
+            "capabilities: [gpu]}]}}}\n"
+        )
+
+    found = _findings(tmp_path, "services:\n" + engine("tp4", "0.80") + engine("tp2", "0.86"))
+    sharing = [(level, message) for _, level, rule, message in found if rule == "gpu-sharing"]
+    assert sharing == [
+        (
+            "warning",
+            "the engines on GPU 0 ask for 1.66 of its memory (tp4 0.80, tp2 0.86); lower their shares to 1.0 "
+            "in all (unless these services never run together)",
+        )
+    ]

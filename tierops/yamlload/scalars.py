@@ -56,6 +56,8 @@ def _go_int(text: str) -> int | None:
         base, body = 8, body[1:]
     if not body or any(char not in _DIGITS[base] for char in body):
         return None
+    if len(body.lstrip("0")) > 64:  # past int64 in any base, and never handed to int()
+        return None  # (which refuses more than 4,300 digits with a ValueError)
     value = sign * int(body, base)
     return value if _INT64[0] <= value <= _INT64[1] else None
 
