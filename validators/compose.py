@@ -54,6 +54,7 @@ from tierops.yamlload import COMPOSE_ONLY_HELP, LoadError, YMap, compose_files, 
 from validators.interpolation import (
     RULE_FAKE,
     RULE_SYNTAX,
+    RULE_YAML,
     DummyEnv,
     FileScan,
     Problem,
@@ -211,10 +212,10 @@ def _check(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     problems.sort(key=lambda p: (order.get(p.path, len(order)), p.path, p.line, p.col))
     for problem in problems:
         print(problem)
-    rendered = sum(1 for result in results if result.ok)
+    rendered = sum(1 for result in results.values() if result.ok)
     print(f"{rendered} of {len(files)} file(s) rendered; {len(problems)} problem(s)")
     # Results come in the files' order; none at all when a refused dummy stopped the render.
-    of = {scan.shown: result for scan, result in zip(scans, results, strict=False)}
+    of = results
     facts["files"] = [
         {
             "path": scan.shown,
@@ -248,11 +249,16 @@ def _render(
     env: DummyEnv,
     args: argparse.Namespace,
     problems: list[Problem],
-) -> list[ConfigResult]:
+) -> dict[str, ConfigResult]:
+    """Each rendered file's result, by the name it is shown under."""
     if any(problem.rule in (RULE_FAKE, RULE_SYNTAX) for problem in env.problems):
         # A value that may be a real secret is never handed to compose.
         print(f"not rendered: fix {env.shown} first (a dummy value was refused)")
-        return []
+        return {}
+    # A file the loader refused (an alias bomb, a depth or size past the budget) is not
+    # handed to compose: its `yaml` problem says why, and compose would only spend its
+    # whole timeout expanding it.
+    scans = [scan for scan in scans if not any(problem.rule == RULE_YAML for problem in scan.problems)]
     results = run_config_many(
         binary,
         [scan.path for scan in scans],
@@ -262,7 +268,7 @@ def _render(
     )
     for scan, result in zip(scans, results, strict=True):
         problems.extend(_report_render(scan, result, args.rendered_dir))
-    return results
+    return {scan.shown: result for scan, result in zip(scans, results, strict=True)}
 
 
 def _binary(choice: str) -> ComposeBinary:

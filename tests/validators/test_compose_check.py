@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,29 @@ def test_json_format_gives_files_problems_binary_and_the_text_report(
     assert report["report"].endswith("1 of 1 file(s) rendered; 1 problem(s)\n")
 
 
+def test_a_file_the_loader_refuses_is_never_handed_to_compose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An alias bomb: compose would spend its whole timeout expanding it.
+    lines = [
+        "services:",
+        "  s:",
+        "    image: busybox",
+        "    labels:",
+        "      a0: &a0 [" + ", ".join(["lol"] * 9) + "]",
+    ]
+    lines += [f"      a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 9) + "]" for n in range(1, 9)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    started = time.monotonic()
+    code, out, _err = _run(capsys, "--format", "json", "--rendered-dir", str(tmp_path / "r"), str(bomb))
+    report = json.loads("\n".join(out))
+    assert code == 1
+    assert [row["rule"] for row in report["problems"]] == ["yaml"]
+    assert report["files"][0]["rendered"] is None  # not rendered: compose never ran
+    assert time.monotonic() - started < 10
+
+
 def test_list_variables_prints_every_interpolation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -206,7 +230,8 @@ def test_a_broken_file_is_a_finding_not_a_traceback(
     code, lines, err = _run(capsys, "--rendered-dir", str(tmp_path / "r"), str(broken))
     assert code == 1
     assert err == ""
-    assert [finding.rsplit(" ", 1)[-1] for finding in _findings(lines)] == ["(compose-config)", "(yaml)"]
+    # The loader's refusal says why; compose is not run on a file the loader refused.
+    assert [finding.rsplit(" ", 1)[-1] for finding in _findings(lines)] == ["(yaml)"]
 
 
 @pytest.mark.parametrize(
