@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    files = list(args.files) or sorted(layout.prod_dir().glob("*.yaml"))
+    files = list(args.files) or layout.prod_files()
     github = os.environ.get("GITHUB_ACTIONS") == "true"
     missing = docker_problem(args.docker)
     try:

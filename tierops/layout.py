@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tierops.errors import InputError
+
 CODE_ROOT = Path(__file__).resolve().parent.parent
 FLEET_ENV = "TIEROPS_FLEET"
 
@@ -45,6 +47,22 @@ def fleet_root() -> Path:
 
 def prod_dir() -> Path:
     return fleet_root() / "prod"
+
+
+def prod_files() -> list[Path]:
+    """The fleet's prod/*.yaml, sorted; InputError for one that is a symbolic link leading
+    out of the fleet: a change could otherwise make the checks read, print and render a
+    file from anywhere on the machine."""
+    root = fleet_root().resolve()
+    files = sorted(prod_dir().glob("*.yaml"))
+    for path in files:
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            raise InputError(
+                "a symbolic link that leads outside the fleet; refusing to read it",
+                where=shown(path),
+                hint="commit the file itself",
+            )
+    return files
 
 
 def stacks_dir() -> Path:

@@ -112,7 +112,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"no compose files among the {len(args.files)} named\n")
         return ExitCode.OK
     given = [(path, str(path)) for path in named]
-    files = given or [(path, layout.shown(path)) for path in sorted(layout.prod_dir().glob("*.yaml"))]
+    files = given or [(path, layout.shown(path)) for path in layout.prod_files()]
     if not files:
         raise UsageError(
             f"no files to check: {layout.shown(layout.prod_dir())}/*.yaml matched nothing; name files"

@@ -234,7 +234,7 @@ def _check(args: argparse.Namespace, facts: dict[str, Any]) -> int:
 
 
 def _files(given: Sequence[Path]) -> list[Path]:
-    files = list(given) if given else sorted(PROD_DIR.glob("*.yaml"))
+    files = list(given) if given else layout.prod_files()
     if not files:
         raise UsageError(f"no compose files: {layout.shown(PROD_DIR)}/ has no *.yaml")
     for file in files:

@@ -121,7 +121,7 @@ def _hangup(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    files = args.files or sorted(layout.prod_dir().glob("*.yaml"))
+    files = args.files or layout.prod_files()
     if not files:
         raise UsageError("no compose files given and none in the fleet's prod/", where=str(layout.prod_dir()))
     for file in files:

@@ -1,0 +1,50 @@
+"""A prod file that is a symbolic link out of the fleet is refused by every tool that
+reads prod/, before anything of it is read, printed or rendered."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from generators.cli import main as generate
+from tests.conftest import FLEET
+from validators.cli import main as validate
+from validators.compose import main as compose_check
+
+SECRET = "SECRET-OUTSIDE-123"
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        lambda build: validate(["--format", "text"]),
+        lambda build: compose_check(["--compose", "pinned", "--rendered-dir", str(build)]),
+        lambda build: generate(["--check"]),
+    ],
+    ids=["validators", "compose check", "generators --check"],
+)
+def test_a_prod_symlink_out_of_the_fleet_is_refused(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tool: Callable[[Path], int],
+) -> None:
+    fleet = tmp_path / "fleet"
+    shutil.copytree(FLEET, fleet)
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(f"services:\n  app:\n    image: busybox\n    environment:\n      TOKEN: {SECRET}\n")
+    # Under a name a target renders too, so the generators' comparison would read it.
+    target = fleet / "prod" / "GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml"
+    target.unlink()
+    target.symlink_to(outside)
+    monkeypatch.setenv("TIEROPS_FLEET", str(fleet))
+    monkeypatch.chdir(fleet)
+    build = tmp_path / "rendered"
+    assert tool(build) == 2
+    out, err = capsys.readouterr()
+    assert "a symbolic link that leads outside the fleet" in err
+    assert SECRET not in out + err
+    assert not build.exists()
