@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -218,6 +219,11 @@ class ConfigResult:
         return found
 
 
+# The compose processes rendering now, killed together when the run is interrupted.
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
 def run_config(
     binary: ComposeBinary,
     file: Path,
@@ -239,25 +245,34 @@ def run_config(
     args += ["config", *extra_args]
     started = time.perf_counter()
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             args,
-            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             # Compose writes UTF-8 whatever the locale; reading it with the locale's codec
             # would crash on a non-ASCII value under LC_ALL=C.
             encoding="utf-8",
             errors="replace",
-            check=False,
             env=_minimal_env({}),
             cwd=file.parent,
-            timeout=CONFIG_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        return ConfigResult(
-            file, -1, "", f"compose config did not finish within {CONFIG_TIMEOUT_S:.0f} s", CONFIG_TIMEOUT_S
         )
     except OSError as error:  # the binary cannot be executed here (wrong platform, no exec bit)
         return ConfigResult(file, 127, "", f"cannot run {args[0]}: {error.strerror or error}")
-    return ConfigResult(file, proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - started)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    try:
+        stdout, stderr = proc.communicate(timeout=CONFIG_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return ConfigResult(
+            file, -1, "", f"compose config did not finish within {CONFIG_TIMEOUT_S:.0f} s", CONFIG_TIMEOUT_S
+        )
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+    return ConfigResult(file, proc.returncode, stdout, stderr, time.perf_counter() - started)
 
 
 def run_config_many(
@@ -276,18 +291,27 @@ def run_config_many(
     chosen = profiles or {}
     workers = max(1, min(len(files), jobs or os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [
-            pool.submit(
-                run_config,
-                binary,
-                file,
-                env_file=env_file,
-                extra_args=extra_args,
-                profiles=chosen.get(file, ()),
-            )
-            for file in files
-        ]
-        return [future.result() for future in futures]
+        try:
+            futures = [
+                pool.submit(
+                    run_config,
+                    binary,
+                    file,
+                    env_file=env_file,
+                    extra_args=extra_args,
+                    profiles=chosen.get(file, ()),
+                )
+                for file in files
+            ]
+            return [future.result() for future in futures]
+        except BaseException:
+            # Ctrl-C or SIGTERM (raised here by the entry point's handler): end the renders
+            # now, rather than wait up to their timeout for the pool to drain.
+            pool.shutdown(wait=False, cancel_futures=True)
+            with _LIVE_LOCK:
+                for proc in _LIVE:
+                    proc.kill()
+            raise
 
 
 def _minimal_env(extra: Mapping[str, str]) -> dict[str, str]:
