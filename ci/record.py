@@ -57,6 +57,7 @@ RUN_URL_ENV = "TIEROPS_RECORD_RUN_URL"
 PULL_REQUEST_ENV = "TIEROPS_RECORD_PULL_REQUEST"
 OUTCOMES_ENV = "TIEROPS_RECORD_STEP_OUTCOMES"
 # The schema's pattern for a count's rule id (cell.counts propertyNames).
+_PROD_PATH = re.compile(r"prod/[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 COUNT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_. ()/-]{0,63}")
 
 
@@ -139,7 +140,10 @@ def assemble(
         for path in (result or {}).get("files") or {}:
             if isinstance(path, str) and path.startswith("prod/"):
                 rows.add(path)
-    files = sorted(rows)
+    # A name the record cannot carry (a space, a newline) is left out of the rows: the
+    # tools refuse such a file with one line, so the stages that read prod/ fail and say
+    # why, and the record (and the comment built from it) stays valid.
+    files = sorted(row for row in rows if _PROD_PATH.fullmatch(row))
 
     stages = []
     for name, stage in STAGES.items():

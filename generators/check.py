@@ -15,6 +15,7 @@ from pathlib import Path
 
 from generators.render import REGENERATE
 from tierops.errors import InputError
+from tierops.layout import check_prod_name
 
 
 class Status(Enum):
@@ -61,6 +62,7 @@ def compare(
         for path in sorted(prod_dir.iterdir()) if prod_dir.is_dir() else ():
             if path.name.startswith(".") or path.name in rendered:
                 continue
+            check_prod_name(path)  # never print a name that forges a line of this report
             reports.append(FileReport(f"{shown_dir}/{path.name}", Status.ORPHANED))
     return reports
 

@@ -13,6 +13,7 @@ a test edit, and `nox -s check` is what judges the real one.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from tierops.errors import InputError
@@ -56,6 +57,7 @@ def prod_files() -> list[Path]:
     root = fleet_root().resolve()
     files = sorted(prod_dir().glob("*.yaml"))
     for path in files:
+        check_prod_name(path)
         if path.is_symlink() and not path.resolve().is_relative_to(root):
             raise InputError(
                 "a symbolic link that leads outside the fleet; refusing to read it",
@@ -63,6 +65,21 @@ def prod_files() -> list[Path]:
                 hint="commit the file itself",
             )
     return files
+
+
+# What a prod file may be called: the names the generators write, and nothing a report
+# could print as another line, a terminal escape or Markdown.
+_PROD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+def check_prod_name(path: Path) -> None:
+    """InputError for a prod file whose name is more than letters, digits, `.`, `_`, `-`."""
+    if not _PROD_NAME.fullmatch(path.name):
+        raise InputError(
+            f"a prod file named {path.name!a}: a name holds only letters, digits, '.', '_' and '-'",
+            where=shown(path.parent),
+            hint="rename it (`git mv`)",
+        )
 
 
 def stacks_dir() -> Path:

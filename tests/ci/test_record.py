@@ -84,6 +84,15 @@ def test_a_result_that_is_not_a_result_is_not_run(tmp_path: Path) -> None:
     assert stage_of(data, "plan")["note"] == "its result is unreadable"
 
 
+def test_a_prod_file_name_the_record_cannot_carry_leaves_it_valid(tmp_path: Path) -> None:
+    # A stage that read such a name reported it; the record leaves the row out (the tools
+    # refuse the file, so a stage fails and says why) rather than fail whole.
+    cells = {path: {"verdict": "pass", "counts": {}} for path in FILES}
+    fake_result(tmp_path, "validate", files={**cells, "prod/a b.yaml": {"verdict": "error", "counts": {}}})
+    data = assemble(ROOT, tmp_path, "run-1").record
+    assert data["files"] == list(FILES)
+
+
 def test_markdown_that_is_not_the_text_its_result_names_is_dropped(tmp_path: Path) -> None:
     import hashlib
 

@@ -48,3 +48,31 @@ def test_a_prod_symlink_out_of_the_fleet_is_refused(
     assert "a symbolic link that leads outside the fleet" in err
     assert SECRET not in out + err
     assert not build.exists()
+
+
+@pytest.mark.parametrize("name", ["a b.yaml", "x\n  app: + image: evil.yaml", "esc\x1b[31mred.yaml"])
+@pytest.mark.parametrize(
+    "tool",
+    [
+        lambda build: validate(["--format", "text"]),
+        lambda build: compose_check(["--compose", "pinned", "--rendered-dir", str(build)]),
+        lambda build: generate(["--check"]),
+    ],
+    ids=["validators", "compose check", "generators --check"],
+)
+def test_a_prod_file_name_that_could_forge_a_line_is_refused_and_never_printed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tool: Callable[[Path], int],
+    name: str,
+) -> None:
+    fleet = tmp_path / "fleet"
+    shutil.copytree(FLEET, fleet)
+    shutil.copy(fleet / "prod" / "GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml", fleet / "prod" / name)
+    monkeypatch.setenv("TIEROPS_FLEET", str(fleet))
+    monkeypatch.chdir(fleet)
+    assert tool(tmp_path / "rendered") == 2
+    out, err = capsys.readouterr()
+    assert "a name holds only letters, digits" in err and len(err.splitlines()) == 1
+    assert name.isprintable() or name not in out + err  # shown escaped, never raw
