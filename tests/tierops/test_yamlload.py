@@ -378,3 +378,12 @@ def test_compose_files_keeps_files_with_a_top_level_services_key(tmp_path: Path)
     kept = [path.name for path in compose_files(paths)]
     # an unreadable path stays, so that the command reading it says why
     assert kept == ["plain.yaml", "quoted.yaml", "later.yaml", "missing.yaml"]
+
+
+@pytest.mark.parametrize("char", ["\x85", "\u2028", "\u2029"])
+def test_a_raw_unicode_line_break_is_refused_as_compose_refuses_it(char: str) -> None:
+    raw = f"services:\n  s:\n    image: busybox\n    environment:\n      X: a{char}b\n".encode()
+    with pytest.raises(LoadError) as refused:
+        load_bytes(raw, "x.yaml")
+    assert (refused.value.pos.line, refused.value.pos.col) == (5, 11)
+    assert f"U+{ord(char):04X}" in refused.value.message

@@ -36,6 +36,7 @@ again. Both yield the same events with the same marks, so the result is identica
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -128,6 +129,18 @@ def _load_bytes(raw: bytes, path: str) -> Loaded:
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
+    breaker = _UNICODE_BREAK.search(text)
+    if breaker is not None:
+        # YAML 1.2 readers (ruamel) take NEL, LS and PS as ordinary characters; Compose's
+        # reader breaks the line there and refuses the file. Refused here the same way.
+        index = breaker.start()
+        line = text.count("\n", 0, index) + 1
+        col = index - (text.rfind("\n", 0, index) + 1) + 1
+        raise LoadError(
+            Pos(line, col),
+            f"a raw U+{ord(breaker.group()):04X} line break character, which Compose reads as the end of "
+            f"the line; write it as \\u{ord(breaker.group()):04x} in a double-quoted string",
+        )
     parser = "libyaml"
     try:
         composer = _libyaml_compose(text)
@@ -150,6 +163,9 @@ def _load_bytes(raw: bytes, path: str) -> Loaded:
         parser=parser,
         lines=tuple(text.split("\n")),
     )
+
+
+_UNICODE_BREAK = re.compile("[\x85\u2028\u2029]")
 
 
 class _Refused(Exception):
