@@ -15,17 +15,16 @@ from validators.cli import main as validate
 from validators.compose import main as compose_check
 
 SECRET = "SECRET-OUTSIDE-123"
+# Each tool that reads prod/, as called with the build directory it may render into.
+TOOLS: list[Callable[[Path], int]] = [
+    lambda build: validate(["--format", "text"]),
+    lambda build: compose_check(["--compose", "pinned", "--rendered-dir", str(build)]),
+    lambda build: generate(["--check"]),
+]
+TOOL_NAMES = ["validators", "compose check", "generators --check"]
 
 
-@pytest.mark.parametrize(
-    "tool",
-    [
-        lambda build: validate(["--format", "text"]),
-        lambda build: compose_check(["--compose", "pinned", "--rendered-dir", str(build)]),
-        lambda build: generate(["--check"]),
-    ],
-    ids=["validators", "compose check", "generators --check"],
-)
+@pytest.mark.parametrize("tool", TOOLS, ids=TOOL_NAMES)
 def test_a_prod_symlink_out_of_the_fleet_is_refused(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -51,15 +50,7 @@ def test_a_prod_symlink_out_of_the_fleet_is_refused(
 
 
 @pytest.mark.parametrize("name", ["a b.yaml", "x\n  app: + image: evil.yaml", "esc\x1b[31mred.yaml"])
-@pytest.mark.parametrize(
-    "tool",
-    [
-        lambda build: validate(["--format", "text"]),
-        lambda build: compose_check(["--compose", "pinned", "--rendered-dir", str(build)]),
-        lambda build: generate(["--check"]),
-    ],
-    ids=["validators", "compose check", "generators --check"],
-)
+@pytest.mark.parametrize("tool", TOOLS, ids=TOOL_NAMES)
 def test_a_prod_file_name_that_could_forge_a_line_is_refused_and_never_printed(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
