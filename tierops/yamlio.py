@@ -83,7 +83,9 @@ def load_roundtrip(path: Path, *, display: str | None = None) -> Any:
     try:
         load_bytes(raw, shown)
     except LoadError as exc:
-        raise InputError(f"invalid YAML: {exc.message}", where=f"{shown}:{exc.pos.line}:{exc.pos.col}") from None
+        raise InputError(
+            f"invalid YAML: {exc.message}", where=f"{shown}:{exc.pos.line}:{exc.pos.col}"
+        ) from None
     text = raw.decode("utf-8")  # the bounded loader has refused anything else
     try:
         return roundtrip().load(text)
