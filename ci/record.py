@@ -57,7 +57,6 @@ RUN_URL_ENV = "TIEROPS_RECORD_RUN_URL"
 PULL_REQUEST_ENV = "TIEROPS_RECORD_PULL_REQUEST"
 OUTCOMES_ENV = "TIEROPS_RECORD_STEP_OUTCOMES"
 # The schema's pattern for a count's rule id (cell.counts propertyNames).
-_PROD_PATH = re.compile(r"prod/[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 COUNT_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_. ()/-]{0,63}")
 
 
@@ -143,7 +142,9 @@ def assemble(
     # A name the record cannot carry (a space, a newline) is left out of the rows: the
     # tools refuse such a file with one line, so the stages that read prod/ fail and say
     # why, and the record (and the comment built from it) stays valid.
-    files = sorted(row for row in rows if _PROD_PATH.fullmatch(row))
+    schema = load_schema()
+    prod_path = schema["$defs"]["prodPath"]["pattern"]
+    files = sorted(row for row in rows if record_schema.matches(prod_path, row))
 
     stages = []
     for name, stage in STAGES.items():
@@ -180,7 +181,7 @@ def assemble(
         "tools": tools(root, results),
         "commits": commits(root, results),
     }
-    problems = record_schema.validate(record, load_schema())
+    problems = record_schema.validate(record, schema)
     if problems:  # our own output: a mismatch is a bug here, never the user's input
         raise TieropsError(f"the assembled record does not match its schema: {problems[0]}")
     return Assembled(

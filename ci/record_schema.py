@@ -134,7 +134,7 @@ class _Validator:
             self.fail(where, f"a string of {len(value)} characters, more than {schema['maxLength']}")
         # re.search, as the jsonschema package does (patterns here are anchored), with `$`
         # as ECMA-262 reads it: the end of the string, not before a final newline.
-        if "pattern" in schema and not re.search(_ecma_end(schema["pattern"]), value):
+        if "pattern" in schema and not matches(schema["pattern"], value):
             self.fail(where, f"{_short(value)} does not match {schema['pattern']!r}")
 
     def check_object(self, value: dict[str, Any], schema: Mapping[str, Any], where: str) -> None:
@@ -179,6 +179,11 @@ def validate(instance: Any, schema: Mapping[str, Any]) -> list[str]:
     validator = _Validator(schema)
     validator.check(instance, schema, "$")
     return validator.errors
+
+
+def matches(pattern: str, value: str) -> bool:
+    """A schema `pattern` on a string, as the validation reads it."""
+    return re.search(_ecma_end(pattern), value) is not None
 
 
 def _ecma_end(pattern: str) -> str:

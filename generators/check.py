@@ -14,8 +14,7 @@ from enum import Enum
 from pathlib import Path
 
 from generators.render import REGENERATE
-from tierops.errors import InputError
-from tierops.layout import check_prod_name
+from tierops.layout import check_inside, check_prod_name
 
 
 class Status(Enum):
@@ -47,12 +46,7 @@ def compare(
         if not path.is_file():
             reports.append(FileReport(shown, Status.MISSING))
             continue
-        if path.is_symlink() and not path.resolve().is_relative_to(prod_dir.resolve().parent):
-            raise InputError(
-                "a symbolic link that leads outside the fleet; refusing to read it",
-                where=shown,
-                hint="commit the file itself",
-            )
+        check_inside(path, prod_dir.parent, shown)
         committed = path.read_bytes()
         if committed == generated:
             reports.append(FileReport(shown, Status.CLEAN))

@@ -58,13 +58,18 @@ def prod_files() -> list[Path]:
     files = sorted(prod_dir().glob("*.yaml"))
     for path in files:
         check_prod_name(path)
-        if path.is_symlink() and not path.resolve().is_relative_to(root):
-            raise InputError(
-                "a symbolic link that leads outside the fleet; refusing to read it",
-                where=shown(path),
-                hint="commit the file itself",
-            )
+        check_inside(path, root)
     return files
+
+
+def check_inside(path: Path, root: Path, display: str | None = None) -> None:
+    """InputError for a file that is a symbolic link leading out of `root` (the fleet)."""
+    if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
+        raise InputError(
+            "a symbolic link that leads outside the fleet; refusing to read it",
+            where=display or shown(path),
+            hint="commit the file itself",
+        )
 
 
 # What a prod file may be called: the names the generators write, and nothing a report

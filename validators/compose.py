@@ -214,13 +214,12 @@ def _check(args: argparse.Namespace, facts: dict[str, Any]) -> int:
         print(problem)
     rendered = sum(1 for result in results.values() if result.ok)
     print(f"{rendered} of {len(files)} file(s) rendered; {len(problems)} problem(s)")
-    # Results come in the files' order; none at all when a refused dummy stopped the render.
-    of = results
+    # None for a file compose never ran on (refused by the loader, or a refused dummy).
     facts["files"] = [
         {
             "path": scan.shown,
-            "rendered": of[scan.shown].ok if scan.shown in of else None,
-            "seconds": round(of[scan.shown].seconds, 3) if scan.shown in of else None,
+            "rendered": results[scan.shown].ok if scan.shown in results else None,
+            "seconds": round(results[scan.shown].seconds, 3) if scan.shown in results else None,
         }
         for scan in scans
     ]

@@ -93,6 +93,14 @@ def test_a_prod_file_name_the_record_cannot_carry_leaves_it_valid(tmp_path: Path
     assert data["files"] == list(FILES)
 
 
+def test_the_tools_and_the_record_allow_the_same_prod_file_names() -> None:
+    # The tools refuse a prod file the record could not carry, and no other.
+    from ci.record import load_schema
+    from tierops.layout import _PROD_NAME
+
+    assert load_schema()["$defs"]["prodPath"]["pattern"] == f"^prod/{_PROD_NAME.pattern}$"
+
+
 def test_markdown_that_is_not_the_text_its_result_names_is_dropped(tmp_path: Path) -> None:
     import hashlib
 

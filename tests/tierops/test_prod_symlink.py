@@ -24,23 +24,26 @@ TOOLS: list[Callable[[Path], int]] = [
 TOOL_NAMES = ["validators", "compose check", "generators --check"]
 
 
+@pytest.fixture
+def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the fixture fleet, named by TIEROPS_FLEET and the working directory."""
+    root = tmp_path / "fleet"
+    shutil.copytree(FLEET, root)
+    monkeypatch.setenv("TIEROPS_FLEET", str(root))
+    monkeypatch.chdir(root)
+    return root
+
+
 @pytest.mark.parametrize("tool", TOOLS, ids=TOOL_NAMES)
 def test_a_prod_symlink_out_of_the_fleet_is_refused(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    tool: Callable[[Path], int],
+    tmp_path: Path, fleet: Path, capsys: pytest.CaptureFixture[str], tool: Callable[[Path], int]
 ) -> None:
-    fleet = tmp_path / "fleet"
-    shutil.copytree(FLEET, fleet)
     outside = tmp_path / "outside.yaml"
     outside.write_text(f"services:\n  app:\n    image: busybox\n    environment:\n      TOKEN: {SECRET}\n")
     # Under a name a target renders too, so the generators' comparison would read it.
     target = fleet / "prod" / "GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml"
     target.unlink()
     target.symlink_to(outside)
-    monkeypatch.setenv("TIEROPS_FLEET", str(fleet))
-    monkeypatch.chdir(fleet)
     build = tmp_path / "rendered"
     assert tool(build) == 2
     out, err = capsys.readouterr()
@@ -52,17 +55,9 @@ def test_a_prod_symlink_out_of_the_fleet_is_refused(
 @pytest.mark.parametrize("name", ["a b.yaml", "x\n  app: + image: evil.yaml", "esc\x1b[31mred.yaml"])
 @pytest.mark.parametrize("tool", TOOLS, ids=TOOL_NAMES)
 def test_a_prod_file_name_that_could_forge_a_line_is_refused_and_never_printed(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    tool: Callable[[Path], int],
-    name: str,
+    tmp_path: Path, fleet: Path, capsys: pytest.CaptureFixture[str], tool: Callable[[Path], int], name: str
 ) -> None:
-    fleet = tmp_path / "fleet"
-    shutil.copytree(FLEET, fleet)
     shutil.copy(fleet / "prod" / "GLM-5.3-Flash-SGL-TP4-W4AFP8.yaml", fleet / "prod" / name)
-    monkeypatch.setenv("TIEROPS_FLEET", str(fleet))
-    monkeypatch.chdir(fleet)
     assert tool(tmp_path / "rendered") == 2
     out, err = capsys.readouterr()
     assert "a name holds only letters, digits" in err and len(err.splitlines()) == 1
