@@ -12,7 +12,9 @@ installed).
 - anything else (pull requests): `ref=`, so the tools use their default, the merge-base
   of HEAD and `origin/main`, which is what a pull request is reviewed against.
 
-The decision is printed as a GitHub `::notice`.
+The decision is printed as a GitHub `::notice`. When git refuses the clone itself (a
+repository another user owns, without `safe.directory`), that is an `::error` and exit
+2: every later step would fail the same way, and "not in this clone" would hide why.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from pathlib import Path
 ZERO = "0" * 40
 
 
+class GitRefused(Exception):
+    """git failed for a reason other than a missing commit (its first line of stderr)."""
+
+
 def _commit(repo: Path, rev: str) -> str | None:
     proc = subprocess.run(
         ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
@@ -34,7 +40,14 @@ def _commit(repo: Path, rev: str) -> str | None:
         text=True,
         check=False,
     )
-    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else None
+    if proc.returncode == 0 and proc.stdout.strip():
+        return proc.stdout.strip()
+    # With --quiet a commit that is not there prints nothing; anything git says is a
+    # refusal of the repository itself (not a repository, dubious ownership, ...).
+    reason = next((line.strip() for line in proc.stderr.splitlines() if line.strip()), "")
+    if reason:
+        raise GitRefused(reason)
+    return None
 
 
 def base_for(repo: Path, event: str, before: str) -> tuple[str, str]:
@@ -60,7 +73,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         print(__doc__)
         return 2
     env = os.environ if environ is None else environ
-    base, why = base_for(Path.cwd(), env.get("EVENT_NAME", ""), env.get("BEFORE", ""))
+    try:
+        base, why = base_for(Path.cwd(), env.get("EVENT_NAME", ""), env.get("BEFORE", ""))
+    except GitRefused as refused:
+        print(f"::error title=diff base::git refuses this clone: {refused}")
+        return 2
     print(f"::notice title=diff base::{why}")
     output = env.get("GITHUB_OUTPUT")
     if output:

@@ -54,8 +54,12 @@ _TYPES: dict[str, Any] = {
     "string": lambda value: isinstance(value, str),
     "boolean": lambda value: isinstance(value, bool),
     "null": lambda value: value is None,
-    # JSON has no booleans among its numbers; Python's bool is an int.
-    "integer": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    # JSON has no booleans among its numbers; Python's bool is an int. JSON Schema's
+    # integer is any number with no fractional part: `1.0` is one.
+    "integer": lambda value: (
+        (isinstance(value, int) and not isinstance(value, bool))
+        or (isinstance(value, float) and value.is_integer())
+    ),
     "number": lambda value: isinstance(value, int | float) and not isinstance(value, bool),
 }
 

@@ -162,6 +162,7 @@ TOKEN_SHAPES: dict[str, str] = {
     "an AWS access key id": r"(?:AKIA|ASIA)[A-Z0-9]{16}",
     "a Slack token": r"xox[abposr]-[A-Za-z0-9-]{10,}",
     "a GitLab token": r"glpat-[A-Za-z0-9_-]{20,}",
+    "a Google API key": r"AIza[0-9A-Za-z_-]{35}",
     "a JSON web token": r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}",
     "a PEM private key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
 }

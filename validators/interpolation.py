@@ -287,13 +287,18 @@ token_shape = secrets.token_shape
 # Only for dummy values (prod/ is full of sha256 digests): a long unbroken run of
 # letters and digits mixing both is what a generated secret looks like.
 _RANDOM_LOOKING = re.compile(r"[A-Za-z0-9+/_=]{24,}")
+# The password of `scheme://user:password@host`, and a UUID (many services issue API keys
+# in that shape, and its groups are too short for the random-run test).
+_URL_PASSWORD = re.compile(r"://[^/@:]*:([^/@]*)@")
+_UUID = re.compile(r"\b[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\b")
 
 
 def fake_value_problem(value: str) -> str | None:
     """Why `value` is not an obviously fake dummy, or None when it is.
 
     The rule: a dummy value is non-empty, has no characters compose's env-file parser
-    treats specially, contains no credential shape and no long random-looking run, and
+    treats specially, contains no credential shape, no URL password other than a dummy
+    one, no UUID other than a run of one digit, and no long random-looking run, and
     either contains the word `dummy` or is an RFC 5737 documentation IPv4 address.
     """
     refusal = _refusal(value)
@@ -313,6 +318,12 @@ def _refusal(value: str) -> str | None:
     shape = token_shape(value)
     if shape:
         return f"looks like {shape}"
+    for password in _URL_PASSWORD.findall(value):
+        if FAKE_MARKER not in password.lower():
+            return "contains a URL with a password that is not obviously fake (write it as `dummy`)"
+    for uuid in _UUID.findall(value):
+        if len(set(uuid.replace("-", "").lower())) > 2:
+            return "contains a UUID, the shape of a generated API key (use one of zeros instead)"
     for run in _RANDOM_LOOKING.findall(value):
         if re.search(r"[0-9]", run) and re.search(r"[A-Za-z]", run):
             return "contains a long random-looking run of letters and digits, the shape of a generated secret"

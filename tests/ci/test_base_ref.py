@@ -82,3 +82,16 @@ def test_main_appends_to_github_output_and_prints_a_notice(
         capsys.readouterr().out
         == f"::notice title=diff base::push: the commit before the push ({first[:12]})\n"
     )
+
+
+def test_a_clone_git_refuses_is_named_not_taken_for_a_force_push(
+    three: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, (first, _, _) = three
+    monkeypatch.chdir(repo)
+    # git's own switch for its ownership check, as if another user owned the clone.
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
+    assert main([], {"EVENT_NAME": "push", "BEFORE": first}) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("::error title=diff base::git refuses this clone: ")
+    assert "dubious ownership" in out and "force-push" not in out and "ref=" not in out

@@ -88,6 +88,16 @@ def test_null_where_the_schema_allows_it_is_valid_for_both() -> None:
     assert record_schema.validate(record, SCHEMA) == []
 
 
+def test_an_integer_written_with_a_zero_fraction_is_valid_for_both() -> None:
+    record = copy.deepcopy(sample_record())
+    _stage(record, "lint").update(exit_code=1.0)
+    assert authority(record) == []
+    assert record_schema.validate(record, SCHEMA) == []
+    _stage(record, "lint").update(exit_code=1.5)
+    assert authority(record) != []
+    assert record_schema.validate(record, SCHEMA) != []
+
+
 def test_errors_say_where() -> None:
     record = copy.deepcopy(sample_record())
     record["commits"]["head"] = "abc"

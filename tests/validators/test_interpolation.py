@@ -110,6 +110,31 @@ def test_optional_variables_never_make_compose_complain(tmp_path: Path, pinned: 
     assert result.ok
 
 
+RESET = """services:
+  app:
+    image: busybox
+    environment: !reset
+      A: ${UNDER_RESET_MAP}
+    command: ["${KEPT}", !reset "${UNDER_RESET_ITEM}"]
+    labels: !override
+      x: ${UNDER_OVERRIDE}
+"""
+
+
+def test_what_reset_removes_is_never_interpolated(tmp_path: Path, pinned: ComposeBinary) -> None:
+    file = tmp_path / "reset.yaml"
+    file.write_text(RESET, encoding="utf-8")
+    result = run_config(pinned, file, env_file=_env(tmp_path, set()))
+    assert result.ok, result.stderr
+    complained = {
+        name
+        for name in ("UNDER_RESET_MAP", "UNDER_RESET_ITEM", "KEPT", "UNDER_OVERRIDE")
+        if _complaints(result, name)
+    }
+    assert complained == {"KEPT", "UNDER_OVERRIDE"}
+    assert set(scan_text(RESET, "reset.yaml").required()) == complained
+
+
 @pytest.mark.parametrize(
     ("value", "snippet"),
     [
@@ -190,6 +215,8 @@ def test_committed_dummy_env_is_clean() -> None:
         "dummy-proxy-api-token",
         "https://dummy-gateway.invalid",
         "DUMMY",
+        "postgres://dummy:dummy-password@dummy-db.invalid/app",
+        "dummy-00000000-0000-0000-0000-000000000000",
         "192.0.2.10",
         "198.51.100.7",
         "203.0.113.254",
@@ -218,6 +245,9 @@ GITHUB_TOKEN = "ghp" + "_" + "x9Y" * 12
         ("dummy token", "whitespace"),
         ("dummy-$HOME", "whitespace, a quote, `$`"),
         ('"dummy"', "a quote"),
+        ("https://admin:hunter2-prod@dummy-db.invalid", "URL with a password"),
+        ("dummy-" + "AIza" + "Sy" + "b7" * 16 + "x", "Google API key"),
+        ("dummy-3f2b8c1e-9d4a-4e7b-a1c2-5e6f7a8b9c0d", "UUID"),
     ],
 )
 def test_values_that_could_be_real_are_refused(value: str, reason: str) -> None:

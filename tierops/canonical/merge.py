@@ -22,8 +22,10 @@ def merge_documents(documents: Sequence[YMap], problems: list[Problem]) -> YMap:
     `command`, `entrypoint` and `healthcheck.test` are replaced; `environment`,
     `labels`, `sysctls`, `annotations`, `extra_hosts` and `depends_on` merge by key
     (either spelling); `ulimits.*`, `x-*` keys and a `logging` with another driver are
-    replaced. Then (in one document too) `ports`, `expose`, `volumes`, `configs` and
-    `secrets` keep one entry per key, the last definition at the first position.
+    replaced. A value tagged `!override` replaces the earlier one, and a key tagged
+    `!reset` is removed (the loader already left its value out). Then (in one document
+    too) `ports`, `expose`, `volumes`, `configs` and `secrets` keep one entry per key,
+    the last definition at the first position.
     """
     merged = documents[0]
     for document in documents[1:]:
@@ -73,8 +75,9 @@ def _merge(base: Any, over: Any, path: PathT) -> Any:  # noqa: PLR0911, PLR0912 
         return over  # another logging driver: its options are not merged
     if isinstance(base, YMap) and isinstance(over, YMap):
         result = _copy_map(base)
+        tags = over.merge_tags or {}
         for name, value in over.items():
-            if name in result and not name.startswith("x-"):
+            if name in result and not name.startswith("x-") and tags.get(name) != "!override":
                 result[name] = _merge(result[name], value, (*path, name))
             else:
                 result[name] = value
@@ -84,6 +87,9 @@ def _merge(base: Any, over: Any, path: PathT) -> Any:  # noqa: PLR0911, PLR0912 
                 result.value_span[name] = over.value_span[name]
             else:
                 result.value_span.pop(name, None)
+        for name, tag in tags.items():
+            if tag == "!reset" and name in result:
+                del result[name]
         return result
     if isinstance(base, YList) and isinstance(over, YList):
         result_list = YList(base.pos)

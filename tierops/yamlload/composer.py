@@ -22,15 +22,21 @@ def _pos(event: Any) -> Pos:
 
 _NO_KEY = object()
 _MERGE = "<<"
+# Compose's merge tags. `!reset` removes the value it tags (a key, or a sequence item),
+# in a single document too; `!override` makes a later document's value replace an
+# earlier one's instead of merging with it. Any other tag is ignored, as Compose does.
+_RESET = "!reset"
+_MERGE_TAGS = frozenset({_RESET, "!override"})
 
 
 class _Frame:
-    __slots__ = ("anchor", "is_map", "key", "key_pos", "merge_sources", "merging", "start", "value")
+    __slots__ = ("anchor", "is_map", "key", "key_pos", "merge_sources", "merging", "start", "tag", "value")
 
-    def __init__(self, value: YMap | YList, anchor: str | None, start: int) -> None:
+    def __init__(self, value: YMap | YList, anchor: str | None, start: int, tag: str | None) -> None:
         self.value = value
         self.is_map = isinstance(value, YMap)
         self.anchor = anchor
+        self.tag = tag
         self.key: Any = _NO_KEY
         self.key_pos = START
         self.merging = False
@@ -78,10 +84,10 @@ class Composer:
         if value is None and not style and not event.value:
             # An empty value (`key:`): the two parsers place it differently (after the
             # colon, or at the next token); it is pointed at by its key.
-            self._attach(value, self._empty_pos(start.index), 1, True, True, None)
+            self._attach(value, self._empty_pos(start.index), 1, True, True, None, _merge_tag(event))
             return
         span = (start.index, event.end_mark.index)
-        self._attach(value, _pos(event), 1, not style, True, span)
+        self._attach(value, _pos(event), 1, not style, True, span, _merge_tag(event))
 
     def _other(self, event: Any, kind: str) -> None:
         """Every event but a scalar, by its class's name (PyYAML's and ruamel.yaml's agree)."""
@@ -98,7 +104,7 @@ class Composer:
             if event.anchor:
                 self.anchor_pos.append(pos)
                 self.open_anchors.add(event.anchor)
-            stack.append(_Frame(container, event.anchor, self.nodes))
+            stack.append(_Frame(container, event.anchor, self.nodes, _merge_tag(event)))
         elif kind in ("MappingEndEvent", "SequenceEndEvent"):
             frame = stack.pop()
             if frame.merge_sources:
@@ -107,7 +113,7 @@ class Composer:
             if frame.anchor:
                 self.open_anchors.discard(frame.anchor)
                 self.anchors[frame.anchor] = (frame.value, weight)
-            self._attach(frame.value, frame.value.pos, weight, False, True, None)
+            self._attach(frame.value, frame.value.pos, weight, False, True, None, frame.tag)
         elif kind == "AliasEvent":
             pos = _pos(event)
             if event.anchor in self.open_anchors:
@@ -116,7 +122,7 @@ class Composer:
                 raise LoadError(pos, f"undefined alias *{event.anchor}")
             self.alias_pos.append(pos)
             value, weight = self.anchors[event.anchor]
-            self._attach(value, pos, weight, False, False, None)
+            self._attach(value, pos, weight, False, False, None, None)
         elif kind == "DocumentStartEvent":
             self.root = []
         elif kind == "DocumentEndEvent":
@@ -150,7 +156,9 @@ class Composer:
             )
         self.documents.append(value)
 
-    def _attach(self, value: Any, pos: Pos, weight: int, plain: bool, fresh: bool, span: Span | None) -> None:
+    def _attach(
+        self, value: Any, pos: Pos, weight: int, plain: bool, fresh: bool, span: Span | None, tag: str | None
+    ) -> None:
         # Aliases share one Python object; counting what they expand to is what stops a
         # few hundred bytes from making every rule walk millions of nodes.
         self.nodes += 1 if fresh else weight
@@ -164,29 +172,15 @@ class Composer:
             return
         frame = stack[-1]
         if not frame.is_map:
+            if tag == _RESET:
+                return
             items: YList = frame.value  # type: ignore[assignment]
             items.append(value)
             items.item_pos.append(pos)
             items.item_span.append(span)
-            return
-        mapping: YMap = frame.value  # type: ignore[assignment]
-        if frame.key is _NO_KEY:
-            if isinstance(value, (YMap, YList)):
-                raise LoadError(pos, "a mapping or sequence used as a key; Compose keys are strings")
-            key = key_text(value)
-            frame.merging = plain and key == _MERGE and _MERGE not in mapping
-            if frame.merging:
-                self.merge_pos.append(pos)
-            elif key in mapping.key_pos:
-                first = mapping.key_pos[key]
-                raise LoadError(
-                    pos,
-                    f"duplicate key '{key}' (first at line {first.line}); "
-                    f'Compose refuses it: mapping key "{key}" already defined at line {first.line}',
-                )
-            frame.key, frame.key_pos = key, pos
-            return
-        if frame.merging:
+        elif frame.key is _NO_KEY:
+            self._key(frame, value, pos, plain)
+        elif frame.merging:
             sources = value if isinstance(value, YList) else [value]
             for source in sources:
                 if not isinstance(source, YMap):
@@ -194,14 +188,44 @@ class Composer:
                         frame.key_pos, "merge key '<<' must refer to a mapping or a list of mappings"
                     )
                 frame.merge_sources.append(source)
+            frame.key = _NO_KEY
+            frame.merging = False
         else:
-            mapping[frame.key] = value
-            mapping.key_pos[frame.key] = frame.key_pos
-            mapping.value_pos[frame.key] = pos
-            if span is not None:
-                mapping.value_span[frame.key] = span
-        frame.key = _NO_KEY
-        frame.merging = False
+            _set_value(frame, value, pos, span, tag)
+
+    def _key(self, frame: _Frame, value: Any, pos: Pos, plain: bool) -> None:
+        mapping: YMap = frame.value  # type: ignore[assignment]
+        if isinstance(value, (YMap, YList)):
+            raise LoadError(pos, "a mapping or sequence used as a key; Compose keys are strings")
+        key = key_text(value)
+        frame.merging = plain and key == _MERGE and _MERGE not in mapping
+        if frame.merging:
+            self.merge_pos.append(pos)
+        elif key in mapping.key_pos:
+            first = mapping.key_pos[key]
+            raise LoadError(
+                pos,
+                f"duplicate key '{key}' (first at line {first.line}); "
+                f'Compose refuses it: mapping key "{key}" already defined at line {first.line}',
+            )
+        frame.key, frame.key_pos = key, pos
+
+
+def _set_value(frame: _Frame, value: Any, pos: Pos, span: Span | None, tag: str | None) -> None:
+    mapping: YMap = frame.value  # type: ignore[assignment]
+    key = frame.key
+    frame.key = _NO_KEY
+    mapping.key_pos[key] = frame.key_pos  # a reset key too: written again, it is a duplicate
+    if tag is not None:
+        if mapping.merge_tags is None:
+            mapping.merge_tags = {}
+        mapping.merge_tags[key] = tag
+        if tag == _RESET:
+            return
+    mapping[key] = value
+    mapping.value_pos[key] = pos
+    if span is not None:
+        mapping.value_span[key] = span
 
 
 def _apply_merges(frame: _Frame) -> None:
@@ -215,3 +239,8 @@ def _apply_merges(frame: _Frame) -> None:
                 mapping.value_pos[key] = source.value_pos.get(key, source.pos)
                 if key in source.value_span:
                     mapping.value_span[key] = source.value_span[key]
+
+
+def _merge_tag(event: Any) -> str | None:
+    tag: str | None = event.tag
+    return tag if tag in _MERGE_TAGS else None

@@ -28,7 +28,7 @@ Span = tuple[int, int]  # character offsets [start, end) of a scalar in the file
 class YMap(dict[str, Any]):
     """A mapping with the position of itself, of each key and of each value."""
 
-    __slots__ = ("key_pos", "pos", "value_pos", "value_span")
+    __slots__ = ("key_pos", "merge_tags", "pos", "value_pos", "value_span")
 
     def __init__(self, pos: Pos) -> None:
         super().__init__()
@@ -36,6 +36,10 @@ class YMap(dict[str, Any]):
         self.key_pos: dict[str, Pos] = {}
         self.value_pos: dict[str, Pos] = {}
         self.value_span: dict[str, Span] = {}
+        # Keys whose value carried Compose's merge tag: "!override" (the value replaces
+        # the earlier document's instead of merging), or "!reset" (the key is removed,
+        # and its value is not in the mapping at all). None when no key has one.
+        self.merge_tags: dict[str, str] | None = None
 
     def at(self, key: str) -> Pos:
         """Where `key` is written (the mapping itself when the key is absent)."""
