@@ -111,8 +111,9 @@ def rule_catalogue() -> tuple[RuleInfo, ...]:
     Imported here, not at module level: the check stage's wrapper imports this module for
     the text and annotations, and should not load every rule family for that.
     """
-    from validators import loader, wiring
+    from validators import loader
     from validators.registry import ALL_IDS, CHECKS, LOADER_ID, RULES
+    from validators.rules import wiring
 
     rules = []
     for rule_id in ALL_IDS:

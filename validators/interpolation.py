@@ -318,6 +318,10 @@ def _refusal(value: str) -> str | None:
     shape = token_shape(value)
     if shape:
         return f"looks like {shape}"
+    return _generated_looking(value)
+
+
+def _generated_looking(value: str) -> str | None:
     for password in _URL_PASSWORD.findall(value):
         if FAKE_MARKER not in password.lower():
             return "contains a URL with a password that is not obviously fake (write it as `dummy`)"

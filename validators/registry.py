@@ -1,6 +1,6 @@
 """Every rule family, in one plain dict: no discovery, no entry points.
 
-Adding a family: write validators/<name>.py (or a package validators/<name>/ whose
+Adding a family: write validators/rules/<name>.py (or a package validators/rules/<name>/ whose
 `__init__.py` holds them) with ID, SUMMARY, a docstring holding a passing and a failing
 example, and `check(compose, ctx)`; add it here; describe it in docs/validators.md.
 tests/validators/test_registry.py fails until all three are done.
@@ -11,21 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from validators import (
+from validators import loader
+from validators.context import Context
+from validators.findings import Finding
+from validators.model import ComposeFile
+from validators.rules import (
     collector_config,
     compose_hygiene,
     dcgm_metrics,
     engine_flags,
     gpu_sharing,
-    loader,
     otel_labels,
     prod_config,
     style,
     wiring,
 )
-from validators.context import Context
-from validators.findings import Finding
-from validators.model import ComposeFile
 
 
 class Rule(Protocol):

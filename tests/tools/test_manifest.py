@@ -17,12 +17,12 @@ from tests.validators.conftest import BASE, ROOT, line_of, prod_text, replace_nt
 from tools.flag_manifest.cli import main as manifest_main
 from tools.flag_manifest.crosscheck import Difference, compare, runtime_parser
 from tools.flag_manifest.extract import extract as extract_wheel
-from validators import engine_flags
 from validators.context import Context, load_context
 from validators.loader import Document, parse
 from validators.manifest import Manifest, load_manifest
 from validators.manifest import _spec as spec_of
 from validators.model import build
+from validators.rules import engine_flags
 
 COMMITTED = ROOT / "validators" / "manifest" / "sglang-0.5.16.json"
 

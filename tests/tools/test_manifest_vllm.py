@@ -17,11 +17,11 @@ from tests.validators.conftest import ROOT
 from tierops.errors import InputError
 from tools.flag_manifest.cli import main as manifest_main
 from tools.flag_manifest.extract import extract as extract_wheel
-from validators import engine_flags
 from validators.context import Context, load_context
 from validators.loader import Document, parse
 from validators.manifest import load_manifest
 from validators.model import build
+from validators.rules import engine_flags
 
 # make_arg_parser as vLLM writes it: a positional, explicit flags, then the frontend
 # dataclasses (every field, after _customize_cli_kwargs) and the engine args.

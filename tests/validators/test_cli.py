@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import FLEET
 from tests.validators.conftest import BASE, ROOT, prod_text, run_cli
-from validators import cli, prod_config
+from validators import cli
+from validators.rules import prod_config
 
 TWO_FINDINGS = (
     prod_text(BASE)

@@ -9,7 +9,7 @@ import pytest
 
 from tests.validators.conftest import BASE, CANARY, LONG, PROD, line_of, prod_text, run_cli
 from tierops.errors import InputError
-from validators.dcgm_fields import (
+from validators.rules.dcgm_fields import (
     CATALOGUES,
     catalogue_for,
     load_catalogue,

@@ -1,6 +1,6 @@
 """dcgm-metrics findings that no guard case covers (the family's own preconditions).
 
-Found by a mutmut run on validators/dcgm_metrics.py: these messages and positions could
+Found by a mutmut run on validators/rules/dcgm_metrics.py: these messages and positions could
 be changed with the suite green.
 """
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from tests.validators.conftest import BASE, LONG, line_of, prod_text, run_cli
-from validators import engine_flags
 from validators.context import Context, EngineBuild, load_context
 from validators.findings import Level
 from validators.loader import Document, parse
 from validators.model import build
+from validators.rules import engine_flags
 
 
 def sglang_build(ctx: Context) -> EngineBuild:

@@ -78,8 +78,10 @@ def test_every_function_yielding_findings_is_a_registered_check_or_a_helper(fami
     assert isinstance(module, ModuleType) and module.__file__ is not None
     # A rule is a module, or a package whose parts hold its checks.
     name = module.__name__.rsplit(".", 1)[-1]
-    package = ROOT / "validators" / name
-    files = sorted(package.glob("*.py")) if package.is_dir() else [ROOT / "validators" / f"{name}.py"]
+    package = ROOT / "validators" / "rules" / name
+    files = (
+        sorted(package.glob("*.py")) if package.is_dir() else [ROOT / "validators" / "rules" / f"{name}.py"]
+    )
     yielding = {
         node.name
         for path in files

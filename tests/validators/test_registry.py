@@ -10,7 +10,7 @@ from tests.validators.conftest import ROOT
 from validators import loader
 from validators.registry import ALL_IDS, LOADER_ID, RULES, Rule
 
-PACKAGE = ROOT / "validators"
+PACKAGE = ROOT / "validators" / "rules"
 DOCS = ROOT / "docs" / "validators.md"
 
 
@@ -27,7 +27,7 @@ def _declared_id(path: Path) -> str | None:
 
 
 def _modules_declaring_an_id() -> dict[str, str]:
-    """Rule modules by name: `validators/<name>.py`, or a package `validators/<name>/`
+    """Rule modules by name: `validators/rules/<name>.py`, or a package `validators/rules/<name>/`
     whose `__init__.py` declares the id (its parts declare none)."""
     found: dict[str, str] = {}
     for path in sorted(PACKAGE.glob("*.py")):
@@ -48,7 +48,7 @@ def test_the_parts_of_a_rule_package_declare_no_id_of_their_own() -> None:
 
 
 def _module(rule: Rule) -> ModuleType:
-    """A registered rule is a module of validators/ (the registry lists modules)."""
+    """A registered rule is a module of validators/rules/ (the registry lists modules)."""
     assert isinstance(rule, ModuleType), rule
     return rule
 
@@ -59,13 +59,13 @@ def test_rule_ids_are_unique() -> None:
 
 def test_every_module_with_an_id_is_registered_under_it() -> None:
     declared = _modules_declaring_an_id()
-    assert declared.pop("loader") == LOADER_ID
+    assert _declared_id(ROOT / "validators" / "loader.py") == LOADER_ID
     assert {_module(rule).__name__.rsplit(".", 1)[-1]: rule_id for rule_id, rule in RULES.items()} == declared
 
 
 def test_module_names_are_the_ids_users_type() -> None:
     for rule_id, rule in RULES.items():
-        assert _module(rule).__name__ == "validators." + rule_id.replace("-", "_")
+        assert _module(rule).__name__ == "validators.rules." + rule_id.replace("-", "_")
 
 
 def test_every_family_has_a_docstring_with_a_passing_and_a_failing_example() -> None:

@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import FLEET
 from tests.validators.conftest import BASE, CANARY, LONG, PROD, prod_text, run_cli
 from tierops.yamlload import load_path
-from validators import wiring
-from validators.wiring import CHECKS, checks, load_wiring, parse_nginx
+from validators.rules import wiring
+from validators.rules.wiring import CHECKS, checks, load_wiring, parse_nginx
 
 R1 = "model-sg-glm53-w4afp8-tp4-r1"
 R2 = "model-sg-glm53-w4afp8-tp4-r2"

@@ -18,7 +18,7 @@ from tests.validators.conftest import BASE, prod_text, run_cli
 from tests.validators.test_wiring import R1, SNAPSHOT, pos_of, wiring_findings
 from tierops.errors import InputError
 from tierops.roles import Role
-from validators.wiring import load_wiring
+from validators.rules.wiring import load_wiring
 
 OTHER_SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -56,11 +56,11 @@ from collections.abc import Iterator
 from tierops import interp, secrets
 from tierops.argv import switch_of
 from tierops.yamlload import YList, YMap
-from validators.collector import collector
 from validators.context import Context
-from validators.embedded import Embedded, embedded
 from validators.findings import Finding, Pos, error
 from validators.model import ComposeFile, Service
+from validators.rules.collector import collector
+from validators.rules.embedded import Embedded, embedded
 
 ID = "compose-hygiene"
 SUMMARY = "container_name = key, images pinned by digest, no build:, no literal secrets, no anchors/aliases in generated files"

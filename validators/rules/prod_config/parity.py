@@ -8,7 +8,7 @@ from typing import Any
 from validators.contract import Contract, FileContract, Replica
 from validators.findings import Finding, error
 from validators.model import Service
-from validators.prod_config.common import RULE as ID
+from validators.rules.prod_config.common import RULE as ID
 
 
 def _parity(

@@ -9,8 +9,8 @@ from tierops.yamlload import scalar_text
 from validators.contract import Contract, FileContract, Replica
 from validators.findings import Finding, error
 from validators.model import ComposeFile, Service
-from validators.prod_config.common import RULE as ID
-from validators.prod_config.common import _same_image, _settings
+from validators.rules.prod_config.common import RULE as ID
+from validators.rules.prod_config.common import _same_image, _settings
 
 
 def _proxy(

@@ -39,9 +39,9 @@ from validators.findings import Finding, error
 from validators.model import ComposeFile, Service
 
 # The checks live in the parts, by what they read; the registry finds each here by name.
-from validators.prod_config.argv import _argv, _env, _order
-from validators.prod_config.common import _cite, _settings
-from validators.prod_config.engines import (
+from validators.rules.prod_config.argv import _argv, _env, _order
+from validators.rules.prod_config.common import _cite, _settings
+from validators.rules.prod_config.engines import (
     _chunk_needs_split,
     _engine_settings,
     _gpu_devices,
@@ -55,8 +55,8 @@ from validators.prod_config.engines import (
     _variant,
     recompute_variant,
 )
-from validators.prod_config.parity import _parity
-from validators.prod_config.sidecars import _downloader, _nginx, _proxy, _registrar
+from validators.rules.prod_config.parity import _parity
+from validators.rules.prod_config.sidecars import _downloader, _nginx, _proxy, _registrar
 
 __all__ = [
     "ID",

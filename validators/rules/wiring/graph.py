@@ -17,7 +17,7 @@ from tierops.roles import Role, roles_of
 from tierops.yamlload import YList, YMap
 from validators.findings import Finding, Pos
 from validators.model import ComposeFile, Service
-from validators.wiring.contract import Wiring
+from validators.rules.wiring.contract import Wiring
 
 
 class Listener(NamedTuple):

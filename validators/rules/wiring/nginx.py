@@ -10,9 +10,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from validators.embedded import Embedded, embedded
 from validators.findings import Pos
-from validators.wiring.graph import URL, Graph, Listener, Ref, host_port, parse_port, url_ref
+from validators.rules.embedded import Embedded, embedded
+from validators.rules.wiring.graph import URL, Graph, Listener, Ref, host_port, parse_port, url_ref
 
 
 @dataclass

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 
 from validators.findings import Finding, Pos
 from validators.model import ComposeFile, Flag, Service
-from validators.wiring import checks
-from validators.wiring.graph import Graph, locate, of_role, value_at
+from validators.rules.wiring import checks
+from validators.rules.wiring.graph import Graph, locate, of_role, value_at
 
 
 class Mount(NamedTuple):

@@ -35,10 +35,10 @@ import re
 from collections.abc import Iterator
 
 from tierops.yamlload import YList, YMap, scalar_text
-from validators.collector import Collector, collector, dig
 from validators.context import Context
 from validators.findings import Finding, Pos, error
 from validators.model import ComposeFile, Service
+from validators.rules.collector import Collector, collector, dig
 
 ID = "collector-config"
 # A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).

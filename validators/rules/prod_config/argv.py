@@ -9,7 +9,7 @@ from tierops.argv import split_argv, switched_words
 from validators.contract import Contract, FileContract, Replica
 from validators.findings import Finding, Pos, error, flag_cause
 from validators.model import Flag, Service
-from validators.prod_config.common import RULE as ID
+from validators.rules.prod_config.common import RULE as ID
 
 
 def _unswitched(items: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], dict[str, str]]:

@@ -9,9 +9,9 @@ from typing import Any
 from tierops import units
 from validators.findings import Finding, Level
 from validators.model import ComposeFile, Service
-from validators.wiring import checks
-from validators.wiring.contract import Wiring
-from validators.wiring.graph import Graph, of_role, value_at
+from validators.rules.wiring import checks
+from validators.rules.wiring.contract import Wiring
+from validators.rules.wiring.graph import Graph, of_role, value_at
 
 
 def _exempt_image(service: Service, exempt_images: Mapping[str, Any]) -> bool:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from tierops.errors import InputError
 
-CATALOGUES = Path(__file__).resolve().parent / "contracts"
+CATALOGUES = Path(__file__).resolve().parents[1] / "contracts"
 # `<DCGM x.y.z>-<exporter x.y.z>[-variant]`, the tag of nvcr.io/nvidia/k8s/dcgm-exporter.
 _TAG = re.compile(r"^(?P<dcgm>\d+\.\d+\.\d+)-(?P<exporter>\d+\.\d+\.\d+)(?:-[A-Za-z0-9_.-]+)?$")
 _HEADER = re.compile(r"^#\s*(?P<key>[a-z_]+):\s*(?P<value>\S.*?)\s*$")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tierops.yamlload import YList, YMap, scalar_text
-from validators.embedded import Embedded, embedded
 from validators.findings import Finding, Pos
 from validators.model import ComposeFile
+from validators.rules.embedded import Embedded, embedded
 
 
 @dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from validators.collector import collector
 from validators.contract import Contract, FileContract, Replica
 from validators.findings import Finding, Pos, error
 from validators.model import ComposeFile, Service, Token
-from validators.prod_config.common import _VARIANT_PART, _same_image, _settings
-from validators.prod_config.common import RULE as ID
+from validators.rules.collector import collector
+from validators.rules.prod_config.common import _VARIANT_PART, _same_image, _settings
+from validators.rules.prod_config.common import RULE as ID
 
 
 def _engine_settings(path: str, service: Service, replica: Replica, contract: Contract) -> Iterator[Finding]:

@@ -14,13 +14,13 @@ from typing import Any
 from tierops.argv import ENGINE_DEFAULT_LISTEN
 from tierops.roles import Role
 from tierops.yamlload import YMap
-from validators.collector import Collector, collector, dig
-from validators.embedded import embedded
 from validators.findings import Pos
 from validators.model import ComposeFile, Service
-from validators.wiring import checks
-from validators.wiring.graph import Graph, Listener, endpoints, host_port, locate, loopback, parse_port
-from validators.wiring.nginx import parsed_nginx, server_listeners
+from validators.rules.collector import Collector, collector, dig
+from validators.rules.embedded import embedded
+from validators.rules.wiring import checks
+from validators.rules.wiring.graph import Graph, Listener, endpoints, host_port, locate, loopback, parse_port
+from validators.rules.wiring.nginx import parsed_nginx, server_listeners
 
 
 def read_listeners(graph: Graph) -> None:

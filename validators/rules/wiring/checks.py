@@ -11,7 +11,7 @@ from typing import NamedTuple
 from validators.findings import Finding, Pos, error
 from validators.model import ComposeFile
 
-# The rule's id (validators/wiring/__init__.py declares it for the registry).
+# The rule's id (validators/rules/wiring/__init__.py declares it for the registry).
 RULE = "wiring"
 
 

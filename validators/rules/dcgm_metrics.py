@@ -5,7 +5,7 @@ sees every GPU any engine reserves; its command is `["-f", <csv path>]` and that
 is a config mounted in long syntax, read-only (mode 0444); the CSV's active lines
 (non-blank, not `#`) have three comma-separated fields `FIELD, type, help`, type in
 {gauge, counter, label}, field `^DCGM_(FI|EXP)_[A-Z0-9_]+$` and a field of the pinned
-exporter release's catalogue (validators/dcgm_fields.py), no duplicates, and include
+exporter release's catalogue (validators/rules/dcgm_fields.py), no duplicates, and include
 the required fields of the contract; `SYS_ADMIN` is in `cap_add` whenever a
 `DCGM_FI_PROF_*` field is active (the profiling fields need it); one scrape job
 `<dcgm>:9400` at 15 s / 10 s.
@@ -35,12 +35,12 @@ import re
 from collections.abc import Generator, Iterator, Sequence
 
 from tierops.yamlload import scalar_text
-from validators import dcgm_fields
-from validators.collector import collector
 from validators.context import Context
-from validators.embedded import embedded
 from validators.findings import Finding, Pos, error, warning
 from validators.model import ComposeFile, Service
+from validators.rules import dcgm_fields
+from validators.rules.collector import collector
+from validators.rules.embedded import embedded
 
 ID = "dcgm-metrics"
 # A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).

@@ -37,7 +37,7 @@ from tierops.roles import Role
 from validators.context import Context, engine_services
 from validators.findings import Finding, error, warning
 from validators.model import ComposeFile, Service, Token
-from validators.wiring.graph import service_roles
+from validators.rules.wiring.graph import service_roles
 
 ID = "gpu-sharing"
 

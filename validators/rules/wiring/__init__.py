@@ -51,15 +51,15 @@ from tierops import layout
 from validators.context import Context, engine_services
 from validators.findings import Finding
 from validators.model import ComposeFile
-from validators.wiring.checks import CHECKS, Check
-from validators.wiring.contract import WIRING, load_wiring
-from validators.wiring.graph import Graph, dns_names, service_roles
-from validators.wiring.listeners import read_listeners
-from validators.wiring.nginx import parse_nginx
-from validators.wiring.ports import check_published, co_hosted, published_ports
-from validators.wiring.references import references, resolve
-from validators.wiring.runtime import check_runtime, exempt_services
-from validators.wiring.storage import check_storage, mount_sources
+from validators.rules.wiring.checks import CHECKS, Check
+from validators.rules.wiring.contract import WIRING, load_wiring
+from validators.rules.wiring.graph import Graph, dns_names, service_roles
+from validators.rules.wiring.listeners import read_listeners
+from validators.rules.wiring.nginx import parse_nginx
+from validators.rules.wiring.ports import check_published, co_hosted, published_ports
+from validators.rules.wiring.references import references, resolve
+from validators.rules.wiring.runtime import check_runtime, exempt_services
+from validators.rules.wiring.storage import check_storage, mount_sources
 
 ID = "wiring"
 SUMMARY = "the service graph resolves: listeners, published ports, references, model storage, runtime"

@@ -12,9 +12,9 @@ from tierops.errors import InputError
 from validators.findings import Finding, Pos
 from validators.loader import load_file
 from validators.model import ComposeFile, Service
-from validators.wiring import checks
-from validators.wiring.contract import Wiring
-from validators.wiring.graph import Graph, port_list
+from validators.rules.wiring import checks
+from validators.rules.wiring.contract import Wiring
+from validators.rules.wiring.graph import Graph, port_list
 
 
 class Published(NamedTuple):

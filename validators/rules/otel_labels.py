@@ -46,10 +46,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from tierops.yamlload import YMap, scalar_text
-from validators.collector import Collector, collector, dig
 from validators.context import Context
 from validators.findings import Finding, error
 from validators.model import ComposeFile, Service, engine_image_prefix
+from validators.rules.collector import Collector, collector, dig
 
 ID = "otel-labels"
 # A stack\'s own policy: runs only on files a stack contract claims (validators/runner.py).

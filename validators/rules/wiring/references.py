@@ -13,11 +13,11 @@ from collections.abc import Iterator, Sequence
 
 from tierops.roles import Role
 from tierops.yamlload import YMap
-from validators.collector import collector
 from validators.findings import Finding
 from validators.model import ComposeFile, Service
-from validators.wiring import checks
-from validators.wiring.graph import (
+from validators.rules.collector import collector
+from validators.rules.wiring import checks
+from validators.rules.wiring.graph import (
     URL,
     Graph,
     Listener,
@@ -32,8 +32,8 @@ from validators.wiring.graph import (
     port_list,
     url_ref,
 )
-from validators.wiring.listeners import collector_config, inline_configs, runs_nginx
-from validators.wiring.nginx import config_refs, parsed_nginx
+from validators.rules.wiring.listeners import collector_config, inline_configs, runs_nginx
+from validators.rules.wiring.nginx import config_refs, parsed_nginx
 
 
 def references(graph: Graph) -> Iterator[Ref]:
