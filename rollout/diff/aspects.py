@@ -17,7 +17,6 @@ from rollout.diff.walk import (
     align_moves,
     deep_changes,
     presence,
-    replays,
     same,
     service_subject,
     whole,
@@ -205,7 +204,9 @@ def _deploy_changes(path: tuple[Key, ...], before: Any, after: Any) -> list[Chan
                 )
                 adjusted_devices[index]["device_ids"] = old["device_ids"]
     rest = deep_changes(Aspect.OTHER, path, before, adjusted, service_subject)
-    combined = gpu_changes + rest
-    if replays(before, after, combined, len(path)):
-        return combined
-    return whole(Aspect.OTHER, path, "deploy", before, after)
+    # A change of the rest that replaces a value holding changed GPU ids (the whole
+    # `deploy`, when the rest is one whole change) would put the old ids back.
+    gpu_paths = [change.path for change in gpu_changes]
+    if any(gpu[: len(change.path)] == change.path for change in rest for gpu in gpu_paths):
+        return whole(Aspect.OTHER, path, "deploy", before, after)
+    return gpu_changes + rest

@@ -2,8 +2,9 @@
 
 Every rendering (text, Markdown, JSON) and the rollout plan are pure functions of a
 `ChangeSet`; none of them looks at the files again. The JSON form is the model itself
-(`ChangeSet.to_json()`), and `apply.py` proves it complete: applied to the base's
-compared form (`forms.py`, over the canonical model) it yields the head's.
+(`ChangeSet.to_json()`), and it is complete: applied to the base's compared form
+(`forms.py`, over the canonical model) it yields the head's (the tests' oracle,
+tests/rollout/diff_oracle.py, applies it by the rules below).
 
 A `Change` is one edit at one `path` in the compared form of a document:
 

@@ -13,9 +13,10 @@ forms are equal cost one `==`; the others are taken apart by aspect:
 - environment, labels, depends_on and healthcheck key by key;
 - GPU device ids, ports and volumes as items;
 - every other key through DeepDiff, converted to paths a reviewer reads
-  (`ulimits.memlock`), and checked by applying it: when DeepDiff's list report cannot
-  be replayed exactly (it cascades on lists of mappings), the key is reported as one
-  whole-value change instead, so the model stays complete.
+  (`ulimits.memlock`); where its report is no faithful edit (a list that gains items
+  and changes inside one, a moved item, numbers it takes for equal: the rules of
+  `walk._report`), the key is reported as one whole-value change instead, so the
+  model stays complete.
 
 Two kinds of note follow a service's changes (op `note`, ignored when the model is
 applied): that Compose recreates the container although nothing changes at runtime

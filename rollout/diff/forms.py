@@ -18,7 +18,7 @@ needs on top of the model:
   is already in the services that merge them in (the diff says which block fed them).
 
 The completeness contract (applying the change model to the base form yields the head
-form) is stated on this form: see `rollout/diff/apply.py`.
+form) is stated on this form: see `tests/rollout/diff_oracle.py`.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def read(data: bytes, *, where: str) -> Document:
 
     One reading per process: the diff, the plan and the masking boundary ask for the same
     bytes, so a Document is kept by (bytes, where) and handed out again (no caller
-    changes one; `rollout/diff/apply.py` copies before it applies). A refusal is not kept.
+    changes one; the tests' oracle copies before it applies). A refusal is not kept.
     """
     return _read(data, where)
 

@@ -3,7 +3,7 @@
 - text: for a terminal and `nox -s check`; one line per folded change;
 - markdown: for `$GITHUB_STEP_SUMMARY`: a table per file, configs in their own tables,
   text diffs of inline configs collapsed when long, cut to the 1 MiB budget;
-- json: the change model itself (`ChangeSet.to_json()`), complete (see apply.py).
+- json: the change model itself (`ChangeSet.to_json()`), complete (see changes.py).
 """
 
 from __future__ import annotations

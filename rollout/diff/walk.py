@@ -1,6 +1,6 @@
-"""The generic walk of two values: DeepDiff's report converted to paths a reviewer reads,
-kept only when applying it replays the change exactly (else one whole-value change), and
-the alignment of two sequences.
+"""The generic walk of two values: DeepDiff's report converted to paths a reviewer reads
+(or one whole-value change where the report is no faithful edit, by the rules of
+`_report`), and the alignment of two sequences.
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
-from rollout.diff.apply import ApplyError, apply_changes
 from rollout.diff.changes import ABSENT, Aspect, Change, Key, Op
 from rollout.diff.forms import plain
 
@@ -133,97 +131,109 @@ def deep_changes(
     after: Any,
     subject: Callable[[tuple[Key, ...]], str],
 ) -> list[Change]:
-    """DeepDiff's report as Changes at `path`, or one whole-value change if it cannot be replayed."""
+    """DeepDiff's report as Changes at `path`, or one whole-value change (see `_report`)."""
     if same(before, after):
         return []
-    relative = _mapping_walk(before, after)
+    relative = _report(before, after)
     if relative is None:
-        relative = _deepdiff(before, after)
-    if relative is not None and not _cascades(relative):
-        changes = [
-            Change(
-                _aspect_at(aspect, (*path, *rel)),
-                op,
-                (*path, *rel),
-                subject((*path, *rel)),
-                old=old,
-                new=new,
-            )
-            for op, rel, old, new in relative
-        ]
-        if replays(before, after, changes, len(path)):
-            return changes
-    return whole(aspect, path, subject(path), before, after)
+        return whole(aspect, path, subject(path), before, after)
+    return [
+        Change(_aspect_at(aspect, (*path, *rel)), op, (*path, *rel), subject((*path, *rel)), old=old, new=new)
+        for op, rel, old, new in relative
+    ]
 
 
-def replays(before: Any, after: Any, changes: list[Change], depth: int) -> bool:
-    """Whether `changes` (paths under a prefix of `depth` keys) turn `before` into `after`."""
-    relative = [replace(change, path=change.path[depth:]) for change in changes]
-    try:
-        return same(apply_changes(before, relative), after)
-    except ApplyError:
-        return False
+Relative = list[tuple[Op, tuple[Key, ...], Any, Any]]  # (op, path under the value, old, new)
+
+# The report kinds that are edits of the model (changes.py); any other is a whole change.
+_CHANGED = frozenset({"values_changed", "type_changes"})
+_ADDED = frozenset({"dictionary_item_added", "iterable_item_added"})
+_REMOVED = frozenset({"dictionary_item_removed", "iterable_item_removed"})
+# At one position (a base index changed, a head index added), the change reads first.
+_OP_ORDER = {Op.CHANGED: 0, Op.REMOVED: 1, Op.ADDED: 2}
 
 
-def _mapping_walk(before: Any, after: Any) -> list[tuple[Op, tuple[Key, ...], Any, Any]] | None:
-    """Nested mappings of scalars diffed key by key, in reading order; None when a list
-    (or a type change between a list and something else) differs: DeepDiff's turn.
+def _report(before: Any, after: Any) -> Relative | None:
+    """DeepDiff's tree report as edits in reading order, or None: one whole-value change.
 
-    Most keys without an aspect of their own (`ulimits`, `logging`, `deploy` once its
-    GPU ids are taken out) are mappings, and this saves importing DeepDiff for them.
+    The report is shown as it is unless one of these holds (then it is no faithful edit
+    of the model, or would mislead):
+
+    1. two lists of scalars hold equal numbers of different types (`1`, `1.0`, `true`):
+       DeepDiff aligns such lists with `==`, which takes them for one value, so it
+       would miss the change or report it where it is not;
+    2. it reports a kind that is no edit of the model (a moved item, set or attribute
+       items, ...);
+    3. a list gains or loses items and also changes inside one of them (`_cascades`).
+
+    Otherwise the report is the model's edit: values and added or removed keys in place
+    (base positions), removed items at their base index, added ones at their head index;
+    DeepDiff pairs a list's items by position, or along a `difflib` alignment for lists
+    of scalars, in order either way, so kept items land where the head has them. (Its
+    merge of an added and a removed item at one index is turned off below.) The
+    completeness tests (tests/rollout/test_diff_completeness.py) hold these rules to it.
     """
-    if not (isinstance(before, dict) and isinstance(after, dict)):
+    if _blurred_numbers(before, after):
         return None
-    result: list[tuple[Op, tuple[Key, ...], Any, Any]] = []
-
-    def walk(old: dict[str, Any], new: dict[str, Any], rel: tuple[Key, ...]) -> bool:
-        for key in [*new, *(key for key in old if key not in new)]:
-            if key not in old:
-                result.append((Op.ADDED, (*rel, key), ABSENT, new[key]))
-            elif key not in new:
-                result.append((Op.REMOVED, (*rel, key), old[key], ABSENT))
-            elif same(old[key], new[key]):
-                continue
-            elif isinstance(old[key], dict) and isinstance(new[key], dict):
-                if not walk(old[key], new[key], (*rel, key)):
-                    return False
-            elif isinstance(old[key], list) or isinstance(new[key], list):
-                return False
-            else:
-                result.append((Op.CHANGED, (*rel, key), old[key], new[key]))
-        return True
-
-    return result if walk(before, after, ()) else None
-
-
-def _deepdiff(before: Any, after: Any) -> list[tuple[Op, tuple[Key, ...], Any, Any]] | None:
-    """(op, relative path, old, new) from DeepDiff's tree view; None for reports we do not replay."""
     from deepdiff import DeepDiff  # imported on first use: it is the slowest import here
 
-    tree = DeepDiff(before, after, view="tree", threshold_to_diff_deeper=0)
-    result: list[tuple[Op, tuple[Key, ...], Any, Any]] = []
+    # report_repetition (which otherwise only matters with ignore_order) keeps an added
+    # and a removed item at the same list index apart: DeepDiff would merge them into one
+    # changed value, although the one index is a base position and the other a head one.
+    tree = DeepDiff(before, after, view="tree", threshold_to_diff_deeper=0, report_repetition=True)
+    result: Relative = []
     for report, levels in tree.items():
         for level in levels:
-            if report in ("values_changed", "type_changes"):
+            if report in _CHANGED:
                 rel = tuple(level.path(output_format="list"))
                 result.append((Op.CHANGED, rel, plain(level.t1), plain(level.t2)))
-            elif report in ("dictionary_item_added", "iterable_item_added"):
+            elif report in _ADDED:
                 rel = tuple(level.path(output_format="list", use_t2=True))
                 result.append((Op.ADDED, rel, ABSENT, plain(level.t2)))
-            elif report in ("dictionary_item_removed", "iterable_item_removed"):
+            elif report in _REMOVED:
                 rel = tuple(level.path(output_format="list"))
                 result.append((Op.REMOVED, rel, plain(level.t1), ABSENT))
-            else:  # moves, set items, attributes: replay as one whole-value change
+            else:
                 return None
-    result.sort(key=lambda item: _path_key(item[1], before, after))
+    if _cascades(result):
+        return None
+    result.sort(key=lambda item: (_path_key(item[1], before, after), _OP_ORDER[item[0]]))
     return result
 
 
-def _cascades(relative: list[tuple[Op, tuple[Key, ...], Any, Any]]) -> bool:
-    """Whether DeepDiff paired list items by position after an insertion or removal.
+def _blurred_numbers(before: Any, after: Any) -> bool:
+    """Whether lists of scalars DeepDiff may align hold equal numbers (`==`) of different
+    types on the two sides: `1` and `true`, `1` and `1.0`, `0` and `false`."""
+    old, new = _list_numbers(before, (), {}), _list_numbers(after, (), {})
+    return any(key in new and not (types == new[key] and len(types) == 1) for key, types in old.items())
 
-    It then reports `extra[1].a: 3 -> 1` for an item that merely moved: true of the
-    positions, misleading to a reader. Such a list is reported as one whole change.
+
+def _list_numbers(
+    value: Any, keys: tuple[str | None, ...], found: dict[Any, set[type]]
+) -> dict[Any, set[type]]:
+    """The types of the numbers (booleans included) in `value`'s lists of scalars, by the
+    mapping keys above the list (list positions as None: DeepDiff may pair any two) and
+    the number's value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _list_numbers(item, (*keys, key), found)
+    elif isinstance(value, list):
+        if any(isinstance(item, (dict, list)) for item in value):
+            for item in value:
+                _list_numbers(item, (*keys, None), found)
+        else:
+            for item in value:
+                if isinstance(item, (bool, int, float)):
+                    found.setdefault((keys, item), set()).add(type(item))
+    return found
+
+
+def _cascades(relative: Relative) -> bool:
+    """Whether a list gains or loses items and also changes inside one of them.
+
+    DeepDiff then pairs the list's items by position: `extra[1].a: 3 -> 1` for an item
+    that merely moved is true of the positions and misleading to a reader, and a path
+    inside an item reads base positions for one kind and head positions for another.
     """
     resized = {
         rel[:-1] for op, rel, _, _ in relative if rel and isinstance(rel[-1], int) and op is not Op.CHANGED

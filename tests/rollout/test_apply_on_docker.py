@@ -9,7 +9,9 @@ busy host is refused, and an applied plan run again does nothing.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from rollout.cli import main
+from rollout.commands import apply as apply_command
 from rollout.local_manager import Manager, parse_plan, serve
 from rollout.plan import deployer
 from rollout.plan.deploy import Applier, Host, Journal, load_plan, plan_digest, preview_mismatch
@@ -31,11 +34,22 @@ NEXT_IMAGE = IMAGE.replace(":1", ":2")
 
 
 def service(command: str = "3600", extra: str = "") -> str:
-    return f'    image: {IMAGE}\n    pull_policy: never\n    stop_grace_period: 1s\n    command: [sleep, "{command}"]\n{extra}'
+    # `init: true`: a `sleep` as PID 1 ignores SIGTERM, so every down, recreate and stop
+    # would wait out the grace period; under docker-init it ends on the signal at once.
+    return (
+        f"    image: {IMAGE}\n    pull_policy: never\n    init: true\n    stop_grace_period: 1s\n"
+        f'    command: [sleep, "{command}"]\n{extra}'
+    )
 
 
-HEALTHY = "    healthcheck: {test: [CMD, 'true'], interval: 1s, timeout: 1s, retries: 1}\n"
-SICK = "    healthcheck: {test: [CMD, 'false'], interval: 1s, timeout: 1s, retries: 1}\n"
+# Checks every 250 ms: a verification reads `healthy` (or `unhealthy`) within a poll.
+HEALTHY = "    healthcheck: {test: [CMD, 'true'], interval: 250ms, timeout: 1s, retries: 1}\n"
+SICK = "    healthcheck: {test: [CMD, 'false'], interval: 250ms, timeout: 1s, retries: 1}\n"
+# A verification of SICK fails only when its wait runs out: long enough for Docker to
+# have judged the container unhealthy (the tests assert it read so), no longer.
+SICK_WAIT = "2"
+UNHEALTHY = r"^FAILED 1\.4 verify api-a: healthy: expected api-a running healthy, status Up .*\(unhealthy\)$"
+POLL = 0.25
 
 
 def stack(a: str, b: str) -> str:
@@ -66,8 +80,11 @@ class World:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     docker = daemon()
+    # `rollout apply` reads a verification every 2 s, for engines that load in minutes;
+    # these stand-ins answer within a second, so the CLI's verifications read every POLL s.
+    monkeypatch.setattr(apply_command, "Applier", functools.partial(Applier, poll=POLL))
     project = f"tierops-test-{secrets.token_hex(4)}"
     work = tmp_path / "work"
     work.mkdir()
@@ -109,8 +126,10 @@ def plan_to(
     return path
 
 
-def apply(world: World, plan: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
-    code = main(["apply", str(plan), "--endpoints", str(world.endpoints), "--wait", "20", *extra])
+def apply(
+    world: World, plan: Path, capsys: pytest.CaptureFixture[str], *extra: str, wait: str = "20"
+) -> tuple[int, str, str]:
+    code = main(["apply", str(plan), "--endpoints", str(world.endpoints), "--wait", wait, *extra])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -144,9 +163,10 @@ def test_a_verification_that_fails_is_rolled_back(
     deploy(world, "HEAD")
     before = running(world.docker, world.project)
     plan = plan_to(world, stack(service("3602", SICK), service()), monkeypatch, capsys)
-    code, out, _ = apply(world, plan, capsys, "--rollback-on-failure")
+    code, out, _ = apply(world, plan, capsys, "--rollback-on-failure", wait=SICK_WAIT)
     assert code == 1
-    assert "FAILED 1.4 verify api-a: healthy: expected api-a running healthy" in out
+    # Docker's verdict (unhealthy), not a wait cut short while the check was still starting.
+    assert re.search(UNHEALTHY, out, re.MULTILINE), out
     assert "rolling back what ran, in the rollback's order" in out
     assert running(world.docker, world.project) == before
 
@@ -157,8 +177,9 @@ def test_without_the_option_the_rollback_is_printed_not_sent(
     monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
     deploy(world, "HEAD")
     plan = plan_to(world, stack(service("3602", SICK), service()), monkeypatch, capsys)
-    code, out, _ = apply(world, plan, capsys)
+    code, out, _ = apply(world, plan, capsys, wait=SICK_WAIT)
     assert code == 1
+    assert re.search(UNHEALTHY, out, re.MULTILINE), out
     assert "to undo what ran, send these calls in order" in out
     assert '  R1.2 POST /compose/down {"tag": "v0.0.2"' in out
     assert running(world.docker, world.project)["api-a"].endswith('3602"')
@@ -282,10 +303,10 @@ def test_a_verification_that_waits_says_so_while_it_waits(
         hosts,
         Journal.open(tmp_path / "journal", plan_digest(plan_path)),
         lines.append,
-        wait=5,
-        poll=0.5,
-        report_every=1,
+        wait=2,
+        poll=0.25,
+        report_every=0.5,
     )
     assert applier.run() is False
     waiting = [line for line in lines if line.startswith("      waiting: healthy")]
-    assert waiting and all(" s of 5 s)" in line for line in waiting)
+    assert waiting and all(" s of 2 s)" in line for line in waiting)

@@ -199,7 +199,7 @@ def test_top_level_keys_are_diffed_too() -> None:
     ]
 
 
-def test_a_list_of_mappings_deepdiff_cannot_replay_is_one_whole_value_change() -> None:
+def test_a_list_of_mappings_that_gains_items_and_changes_inside_is_one_whole_value_change() -> None:
     old = "services:\n  s:\n    image: x\n    extra: [{a: 1, b: 2}, {a: 3}]\n"
     new = "services:\n  s:\n    image: x\n    extra: [{z: 0}, {a: 1, b: 5}, {a: 3, c: 4}]\n"
     (change,) = file_change(old, new).services[0].changes
@@ -207,6 +207,42 @@ def test_a_list_of_mappings_deepdiff_cannot_replay_is_one_whole_value_change() -
     assert text_lines(old, new)[1:] == [
         '  s: extra: [{"a": 1, "b": 2}, {"a": 3}] -> [{"z": 0}, {"a": 1, "b": 5}, {"a": 3, "c": 4}]'
     ]
+
+
+def test_numbers_deepdiff_takes_for_equal_in_a_list_are_one_whole_value_change() -> None:
+    # DeepDiff aligns lists of scalars with ==, for which 1 and true are one value.
+    old = "services:\n  s:\n    image: x\n    extra: [1, a]\n"
+    new = "services:\n  s:\n    image: x\n    extra: [true, b]\n"
+    (change,) = file_change(old, new).services[0].changes
+    assert (change.op, change.path, change.old, change.new) == (
+        Op.CHANGED,
+        ("services", "s", "extra"),
+        [1, "a"],
+        [True, "b"],
+    )
+
+
+def test_an_item_removed_and_one_added_at_the_same_index_stay_two_edits() -> None:
+    # Index 2 is a base position for the removal and a head position for the addition:
+    # one "changed" value there (DeepDiff's merge) would not be the head.
+    old = "services:\n  s:\n    image: x\n    extra: [a, a, a, b, c]\n"
+    new = "services:\n  s:\n    image: x\n    extra: [b, c, d]\n"
+    changes = file_change(old, new).services[0].changes
+    assert [(change.op, change.path[2:]) for change in changes] == [
+        (Op.REMOVED, ("extra", 0)),
+        (Op.REMOVED, ("extra", 1)),
+        (Op.REMOVED, ("extra", 2)),
+        (Op.ADDED, ("extra", 2)),
+    ]
+
+
+def test_a_gpu_change_beside_a_deploy_change_shown_whole_is_one_whole_deploy_change() -> None:
+    devices = "{resources: {reservations: {devices: [{driver: nvidia, device_ids: ['%s']}]}}, x: %s}"
+    old = "services:\n  s:\n    image: x\n    deploy: " + devices % ("0", "[{a: 1}]") + "\n"
+    new = "services:\n  s:\n    image: x\n    deploy: " + devices % ("1", "[{z: 0}, {a: 2}]") + "\n"
+    # The rest of deploy cascades (one whole change): a GPU line beside it would be undone.
+    (change,) = file_change(old, new).services[0].changes
+    assert (change.aspect, change.op, change.path) == (Aspect.OTHER, Op.CHANGED, ("services", "s", "deploy"))
 
 
 def test_a_file_mode_reads_in_octal() -> None:

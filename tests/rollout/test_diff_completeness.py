@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 from generators.cli import main as generate
 from rollout import git
-from rollout.diff.apply import apply_changes, apply_file
 from rollout.diff.boundary import mask_file, mask_form
 from rollout.diff.changes import ChangeSet, FileChange, Side, Status
 from rollout.diff.compare import compare
@@ -29,6 +28,7 @@ from rollout.diff.forms import EMPTY, Document, from_data, read
 from rollout.diff.snapshot import Snapshot, read_snapshot
 from rollout.diff.walk import same
 from tests.conftest import FLEET
+from tests.rollout.diff_oracle import apply_changes, apply_file
 from tests.rollout.diffkit import LONG, ROOT, new_repo, run_cli, write
 
 WORDS = st.sampled_from(["a", "b", "x-1", "8000", "true", "", "4096", "hf_AbCdEfGhIjKlMnOpQrStUv12"])
@@ -223,6 +223,28 @@ def test_deepdiff_reports_replay_exactly_or_fall_back_to_one_whole_change(before
     head = {"services": {"s": {"other": after}}}
     file = diff(base, head)
     assert_complete(base, head, file)
+
+
+# Few values, so a splice leaves items equal to others around it (DeepDiff aligns those).
+LETTERS = st.sampled_from(["a", "b", "c", None])
+
+
+def spliced(data: st.DataObject, items: list[Any]) -> list[Any]:
+    """`items` with a run deleted and another inserted: removed base positions and added
+    head positions that may coincide (which DeepDiff alone would merge into one change)."""
+    at = data.draw(st.integers(0, len(items) - 1))
+    result = items[:at] + items[at + data.draw(st.integers(1, 3)) :]
+    at = data.draw(st.integers(0, len(result)))
+    result[at:at] = data.draw(st.lists(LETTERS, min_size=1, max_size=3))
+    return result
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LETTERS, min_size=1, max_size=8), st.data())
+def test_deepdiff_reports_of_spliced_lists_replay_exactly(before: list[Any], data: st.DataObject) -> None:
+    base = {"services": {"s": {"other": before}}}
+    head = {"services": {"s": {"other": spliced(data, before)}}}
+    assert_complete(base, head, diff(base, head))
 
 
 @settings(max_examples=150, deadline=None)

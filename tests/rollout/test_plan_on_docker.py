@@ -31,8 +31,10 @@ NEXT_IMAGE = IMAGE.replace(":1", ":2")
 
 
 def service(command: str = "3600", image: str = IMAGE, extra: str = "") -> str:
+    # `init: true`: a `sleep` as PID 1 ignores SIGTERM, so each down would wait out the
+    # grace period; under docker-init it ends on the signal at once.
     return (
-        f"    image: {image}\n    pull_policy: never\n    stop_grace_period: 1s\n"
+        f"    image: {image}\n    pull_policy: never\n    init: true\n    stop_grace_period: 1s\n"
         f'    command: [sleep, "{command}"]\n{extra}'
     )
 
@@ -84,18 +86,21 @@ def check_verify(docker: Docker, work: Path, step: dict[str, Any]) -> None:
 
 
 def run_stages(docker: Docker, work: Path, project: str, staging: Any, stages: list[dict[str, Any]]) -> None:
+    # Only the steps change the host: what one step leaves is what the next one meets.
+    after = state(docker, project)
     if staging:
         assert staging["action"] == "stage"
-        before = state(docker, project)
+        before = after
         run_step(docker, work, staging)
-        assert state(docker, project) == before  # staging starts and stops nothing
+        after = state(docker, project)
+        assert after == before  # staging starts and stops nothing
     for stage in stages:
         name = stage["service"]
         for step in stage["steps"]:
-            before = state(docker, project)
             if step["action"] == "verify":
                 check_verify(docker, work, step)
                 continue
+            before = after
             out = run_step(docker, work, step)
             after = state(docker, project)
             if step["action"] == "preview":

@@ -106,7 +106,7 @@ def test_a_pid_1_that_ignores_sigterm_fails_the_stop_probe(capsys: pytest.Captur
     code, out = rehearse(capsys, str(FIXTURES / "ignores-sigterm.yaml"))
     assert code == 1, out
     assert re.search(
-        r"FAIL stop: stop took [\d.]+ s: announcer \(ignored SIGTERM, killed after its 2 s grace; without init\)",
+        r"FAIL stop: stop took [\d.]+ s: announcer \(ignored SIGTERM, killed after its 1 s grace; without init\)",
         out,
     ), out
     assert "engine-a (" not in out.split("FAIL stop", 1)[1].split("\n", 1)[0]

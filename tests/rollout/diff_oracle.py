@@ -1,8 +1,9 @@
-"""Apply a change model to a compared form: the proof that the diff hides nothing.
+"""The tests' oracle: a change model applied to a compared form, proof that the diff hides nothing.
 
 `apply_changes(base_form, changes) == head_form` is the completeness contract of
-`rollout diff` (tested as a property with hypothesis and on this repository's own
-history). The semantics are those documented in `rollout/diff/changes.py`:
+`rollout diff` (tested in test_diff_completeness.py as a property with hypothesis and
+on this repository's own history); the product never applies its own report. The
+semantics are those documented in `rollout/diff/changes.py`:
 
 1. mapping edits and in-place list edits, in model order (base coordinates);
 2. per list, deepest list first: remove the removed and moved items (base indices,
