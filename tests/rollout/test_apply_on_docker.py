@@ -47,7 +47,7 @@ HEALTHY = "    healthcheck: {test: [CMD, 'true'], interval: 250ms, timeout: 1s, 
 SICK = "    healthcheck: {test: [CMD, 'false'], interval: 250ms, timeout: 1s, retries: 1}\n"
 # A verification of SICK fails only when its wait runs out: long enough for Docker to
 # have judged the container unhealthy (the tests assert it read so), no longer.
-SICK_WAIT = "2"
+SICK_WAIT = "4"
 UNHEALTHY = r"^FAILED 1\.4 verify api-a: healthy: expected api-a running healthy, status Up .*\(unhealthy\)$"
 POLL = 0.25
 
