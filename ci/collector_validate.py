@@ -240,7 +240,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"collector validate: {error}", file=sys.stderr)
         binary = None
     results = check_files(files, docker=args.docker, binary=binary, docker_missing=missing)
-    write_bytes_atomic(args.json, to_json(results, docker=missing is None))
+    # The default's directory is the build tree's; a path the user names must have its own.
+    write_bytes_atomic(args.json, to_json(results, docker=missing is None), parents=args.json == RESULT_FILE)
 
     for result in results:
         image = f" [{result.image}]" if result.image else ""

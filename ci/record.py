@@ -396,7 +396,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     assembled = assemble(ROOT, build, run_id, parse_outcomes(args.step_outcomes))
     text = json.dumps(assembled.record, indent=2, sort_keys=False) + "\n"
-    write_bytes_atomic(build / RECORD_NAME, text.encode("utf-8"))
+    write_bytes_atomic(build / RECORD_NAME, text.encode("utf-8"), parents=True)
     markdown = matrix_markdown.render(
         assembled.record,
         assembled.diff_markdown,
@@ -404,12 +404,12 @@ def _run(args: argparse.Namespace) -> int:
         limit=matrix_markdown.SUMMARY_LIMIT,
         run_url=args.run_url,
     )
-    write_bytes_atomic(build / MARKDOWN_NAME, markdown.encode("utf-8"))
+    write_bytes_atomic(build / MARKDOWN_NAME, markdown.encode("utf-8"), parents=True)
     if args.pull_request is not None:
         if not args.pull_request.isdigit():
             raise UsageError(f"--pull-request {args.pull_request!r} is not a number")
         info = json.dumps({"number": int(args.pull_request)}) + "\n"
-        write_bytes_atomic(build / PULL_REQUEST_NAME, info.encode("utf-8"))
+        write_bytes_atomic(build / PULL_REQUEST_NAME, info.encode("utf-8"), parents=True)
     if args.summary is not None:
         with args.summary.open("a", encoding="utf-8") as handle:
             handle.write(markdown)

@@ -130,10 +130,10 @@ def _write(build: Path, name: str, outcome: Outcome, run_id: str | None, digest:
     }
     if outcome.markdown is not None:
         data = outcome.markdown.encode("utf-8")
-        write_bytes_atomic(markdown_path(build, name), data)
+        write_bytes_atomic(markdown_path(build, name), data, parents=True)
         result["markdown_sha256"] = hashlib.sha256(data).hexdigest()
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
-    write_bytes_atomic(result_path(build, name), text.encode("utf-8"))
+    write_bytes_atomic(result_path(build, name), text.encode("utf-8"), parents=True)
 
 
 if __name__ == "__main__":

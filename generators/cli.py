@@ -18,7 +18,7 @@ from generators.targets import Stack, discover, load_targets, orphan_sources
 from tierops import layout
 from tierops.atomic import write_bytes_atomic
 from tierops.cli import guarded, parse, prog
-from tierops.errors import OutputError, UsageError
+from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlio import PINNED_RUAMEL_VERSION, ruamel_version
 
@@ -192,13 +192,7 @@ def _write(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
         if path.is_file() and path.read_bytes() == data:
             print(f"unchanged {shown_dir}/{filename}")
             continue
-        try:
-            write_bytes_atomic(path, data)
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise OutputError(
-                f"cannot write {shown_dir}/{filename}: {reason}; the previous file is intact"
-            ) from None
+        write_bytes_atomic(path, data, parents=True, shown=f"{shown_dir}/{filename}")
         print(f"wrote {shown_dir}/{filename}")
     if check_orphans:
         for report in compare(rendered, prod_dir, shown_dir):

@@ -280,7 +280,7 @@ def _report_render(scan: FileScan, result: ConfigResult, rendered_dir: Path) -> 
     names = len({ref.name for ref in scan.references})
     if result.ok:
         data = result.stdout if result.stdout.endswith("\n") else result.stdout + "\n"
-        write_bytes_atomic(target, data.encode("utf-8"))
+        write_bytes_atomic(target, data.encode("utf-8"), parents=True)
         print(
             f"ok       {scan.shown}: {names} variables ({required} required), {result.seconds:.2f} s -> {layout.shown(target)}"
         )

@@ -69,7 +69,8 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         "--markdown-to",
         metavar="FILE",
         type=Path,
-        help="also write the Markdown report of the same result to FILE (masked, written atomically): "
+        help="also write the Markdown report of the same result to FILE (masked, written atomically; "
+        "its directory must exist, and a FIFO, link or device there is refused): "
         "one run gives CI both --format json and the Markdown it shows",
     )
     parser.add_argument("paths", nargs="*", metavar="PATHS", help="files or directories (default: prod)")

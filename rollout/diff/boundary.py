@@ -19,7 +19,6 @@ from typing import Any, TextIO
 from rollout.diff.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from rollout.diff.masking import Masker
 from rollout.diff.secret_values import fingerprint, mask_text, secret_fragments, secret_key
-from tierops.errors import OutputError, UsageError
 from tierops.yamlload import MAX_BYTES
 
 _ACTIVE: ContextVar[Masker | None] = ContextVar("rollout_masker", default=None)
@@ -81,15 +80,9 @@ def write_masked(path: Path, text: str) -> None:
     masker = _ACTIVE.get()
     if masker is None:
         raise RuntimeError("write_masked outside the masking boundary")
-    if path.is_dir():
-        raise UsageError("is a directory", where=str(path), hint="give the report a file name")
     from tierops.atomic import write_bytes_atomic  # here: its tempfile is only for a run that writes
 
-    try:
-        write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise OutputError(f"cannot write the Markdown report: {reason}", where=str(path)) from None
+    write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from generators.cli import main
 from tests.conftest import LONG_CONTEXT
 from tierops.atomic import write_bytes_atomic
+from tierops.errors import UsageError
 
 
 def test_a_failure_during_write_leaves_the_previous_file_intact(
@@ -55,3 +57,31 @@ def test_a_successful_write_replaces_the_file_with_mode_0644(tmp_path: Path) -> 
     write_bytes_atomic(target, b"new\n")
     assert target.read_bytes() == b"new\n"
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_target_that_is_not_a_regular_file_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    real = tmp_path / "real"
+    real.write_bytes(b"theirs\n")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    for target, kind in (
+        (fifo, "a FIFO"),
+        (link, "a symbolic link"),
+        (Path("/dev/null"), "a character device"),
+    ):
+        with pytest.raises(UsageError, match=f"exists and is {kind}") as refused:
+            write_bytes_atomic(target, b"new\n")
+        assert refused.value.exit_code == 2
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and link.is_symlink() and real.read_bytes() == b"theirs\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link", "real"]
+
+
+def test_a_missing_directory_is_created_only_when_the_caller_owns_the_tree(tmp_path: Path) -> None:
+    named = tmp_path / "typo" / "report.md"
+    with pytest.raises(UsageError, match="no directory"):
+        write_bytes_atomic(named, b"x\n")
+    assert not named.parent.exists()
+    write_bytes_atomic(named, b"x\n", parents=True)
+    assert named.read_bytes() == b"x\n"

@@ -8,7 +8,9 @@ test_masking_property.py plants random secrets; these tests pin each rule by nam
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 import sys
 import textwrap
 from pathlib import Path
@@ -585,21 +587,38 @@ def test_a_secret_assignment_escaped_in_the_file_is_masked_as_it_is_printed(
 
 
 @pytest.mark.parametrize("command", ["diff", "plan"])
-def test_a_markdown_target_that_cannot_be_written_is_one_line_never_a_traceback(
+def test_a_markdown_target_that_cannot_be_written_is_one_line_and_touches_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
     repo = new_repo(tmp_path, {"prod/x.yaml": compose("old")})
     commit(repo, {"prod/x.yaml": compose("new")}, "head")
+    args = [command, "--base", "HEAD~1", "--format", "json", "--markdown-to"]
     folder = tmp_path / "reports"
     folder.mkdir()
-    args = [command, "--base", "HEAD~1", "--format", "json", "--markdown-to"]
-    code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, str(folder)])
-    assert (code, err) == (2, f"{folder}: is a directory; give the report a file name\n")
-    blocker = tmp_path / "a-file"
-    blocker.write_text("x", encoding="utf-8")
-    code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, str(blocker / "report.md")])
-    assert code == 3 and err.startswith(f"{blocker / 'report.md'}: cannot write the Markdown report: ")
-    assert "Traceback" not in err and err.count("\n") == 1
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    kept = tmp_path / "kept.md"
+    kept.write_text("the user's own file\n", encoding="utf-8")
+    link = tmp_path / "link.md"
+    link.symlink_to(kept)
+    for target, kind in ((folder, "a directory"), (fifo, "a FIFO"), (link, "a symbolic link")):
+        code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, str(target)])
+        assert (code, err) == (
+            2,
+            f"{target}: exists and is {kind}; writing replaces the target, so nothing was written; "
+            "name a regular file or a new path\n",
+        )
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and link.is_symlink()
+    assert kept.read_text(encoding="utf-8") == "the user's own file\n"
+    for parent in (tmp_path / "no-such-dir", kept):  # missing, or a file where a directory must be
+        code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, str(parent / "report.md")])
+        assert (code, err.split(";")[0]) == (
+            2,
+            f"{parent / 'report.md'}: no directory {parent} to write into",
+        )
+        assert "Traceback" not in err and err.count("\n") == 1
+    assert not (tmp_path / "no-such-dir").exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
 def _walked_mappings(masker: object, monkeypatch: pytest.MonkeyPatch) -> list[object]:
