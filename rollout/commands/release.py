@@ -217,7 +217,7 @@ def _tag(repo: Path, args: argparse.Namespace) -> int:
     command = None if args.no_verify else verify.verify_command(args.verify_command, os.environ)
     plan = tags.plan(repo, args.commit, branch=args.branch, remote=remote, push=args.push)
     for ignored in plan.ignored:
-        print(f"note: {ignored.name} on {(ignored.commit or '')[:12]} ignored: {ignored.reason}")
+        print(f"note: {ignored.shown} on {(ignored.commit or '')[:12]} ignored: {ignored.reason}")
     if plan.already:
         print(f"{plan.target[:12]} is already tagged {', '.join(plan.already)}; nothing to do")
         return ExitCode.OK
@@ -366,7 +366,7 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
     if found.ignored:
         print("")
     for ignored in found.ignored:
-        print(f"note: {ignored.name} ignored: {ignored.reason}")
+        print(f"note: {ignored.shown} ignored: {ignored.reason}")
     return ExitCode.OK
 
 
@@ -502,7 +502,7 @@ def _rollback_text(plan: rollback.Rollback, gate: tagset.AgeGate, *, explicit_fr
     if target.record.unverified:
         lines.append(f"  warning: {target.name} was {target.record.unverified}: its check never passed")
     for ignored in plan.ignored:
-        lines.append(f"  note: {ignored.name} ignored: {ignored.reason}")
+        lines.append(f"  note: {ignored.shown} ignored: {ignored.reason}")
     if plan.applies:
         lines.append(f"  it applies ({deployed.name} -> {target.name}, the diff's words):")
         lines += [f"    {line}" for line in plan.applies]

@@ -103,10 +103,12 @@ def read_snapshot(repo: Path, side: Side, paths: Sequence[str]) -> Snapshot:
 
 def _check_name(name: str, side: Side) -> None:
     """A file name with a line break or another control character would forge lines of
-    the report (`prod/a.yaml\n+ image: evil`): refused, shown escaped."""
-    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in name):
+    the report (`prod/a.yaml\n+ image: evil`), and one with a bidi override or another
+    invisible format character would show reviewers a name it is not: refused, shown
+    escaped."""
+    if not name.isprintable():
         raise UsageError(
-            f"{name!r} at {side.describe()}: a file name with a control character",
+            f"{name!a} at {side.describe()}: a file name with a control or invisible character",
             hint="rename it; no prod file name needs one",
         )
 

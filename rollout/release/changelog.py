@@ -63,14 +63,8 @@ def commits(repo: Path, ids: Sequence[str]) -> dict[str, Commit]:
     found: dict[str, Commit] = {}
     for start in range(0, len(fields) - 2, 3):
         commit, author, subject = fields[start : start + 3]
-        found[commit.strip()] = Commit(_printable(subject), _printable(author))
+        found[commit.strip()] = Commit(git.printable(subject), git.printable(author))
     return found
-
-
-def _printable(text: str) -> str:
-    """A commit's text as one safe line: a control character (a terminal escape in a
-    subject) is shown as `?`, never sent to the terminal."""
-    return "".join(char if char.isprintable() else "?" for char in text)
 
 
 def changelog(repo: Path, found: History) -> list[Entry]:

@@ -57,6 +57,11 @@ class IgnoredTag:
     def number(self) -> int | None:
         return tag_number(self.name)
 
+    @property
+    def shown(self) -> str:
+        """The name as a report prints it: a ref name may hold a bidi override."""
+        return git.printable(self.name)
+
 
 @dataclass(frozen=True)
 class TagSet:
@@ -87,7 +92,7 @@ class TagSet:
         for ignored in self.ignored:
             if ignored.name == name:
                 raise UsageError(
-                    f"{name} is not a release tag: {ignored.reason}",
+                    f"{ignored.shown} is not a release tag: {ignored.reason}",
                     hint="name a release tag (`python -m rollout release history FILE` lists them)",
                 )
         raise UsageError(
@@ -143,7 +148,7 @@ def _shape_problem(name: str, kind: str, target_kind: str, tag_field: str) -> st
         return "it does not point at a commit"
     if tag_field != name:
         # A tag object copied under another name would lend its record to that name.
-        return f"its tag object is named {tag_field or '(nothing)'}, not {name}"
+        return f"its tag object is named {git.printable(tag_field) or '(nothing)'}, not {git.printable(name)}"
     return None
 
 

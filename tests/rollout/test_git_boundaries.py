@@ -110,23 +110,34 @@ def test_a_prod_file_linked_outside_the_repository_is_never_read(
     assert err.strip() == f"prod/x.yaml: a symbolic link that leads outside the repository {repo.resolve()}"
 
 
+@pytest.mark.parametrize("command", ["diff", "plan"])
 @pytest.mark.parametrize("side", ["working tree", "commit"])
-def test_a_file_name_with_a_line_break_cannot_forge_a_report_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], side: str
+@pytest.mark.parametrize(
+    "forged",
+    ["prod/y.yaml\n  app: + image: evil.yaml", "prod/\u202elmay.live-canary.yaml", "prod/a\u200bb.yaml"],
+    ids=["line break", "bidi override", "zero-width space"],
+)
+def test_a_file_name_with_a_control_or_invisible_character_is_refused_escaped(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    side: str,
+    forged: str,
+    command: str,
 ) -> None:
     repo = new_repo(tmp_path, {"prod/x.yaml": ONE}, origin=False)
     monkeypatch.chdir(repo)
-    forged = "prod/y.yaml\n  app: + image: evil.yaml"
-    args = ["diff", "--base", "HEAD"]
+    args = [command, "--base", "HEAD", "--format", "markdown"]
     if side == "commit":
         diff_commit(repo, {forged: ONE}, "a forged name")
-        args = ["diff", "--base", "HEAD~1", "--head", "HEAD"]
+        args = [command, "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown"]
     else:
         (repo / forged).write_text(ONE, encoding="utf-8")
     assert main(args) == ExitCode.USAGE
     out, err = capsys.readouterr()
-    assert not any(line.startswith("  app: + image: evil") for line in (out + err).splitlines())
-    assert "a file name with a control character" in err
+    assert out == ""
+    assert err.isascii() and err.count("\n") == 1
+    assert f"{forged!a} at " in err and "a file name with a control or invisible character" in err
 
 
 def test_a_repository_of_another_owner_is_named_as_such(

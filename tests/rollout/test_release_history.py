@@ -7,6 +7,7 @@ import atexit
 import functools
 import json
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable
 from datetime import datetime
@@ -330,6 +331,43 @@ def test_a_tag_object_copied_under_another_name_is_ignored(
         capsys.readouterr().out.splitlines()[-1]
         == "note: v0.0.3 ignored: its tag object is named v0.0.2, not v0.0.3"
     )
+
+
+def test_a_tag_header_or_name_with_terminal_controls_is_printed_inert(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tag object's `tag` header is free text: an escape sequence or a bidi override
+    in it (or a bidi override in the ref's own name) reaches the report as `?`."""
+    tag_now(world, monkeypatch, T0)
+    head = world.commit(world.a, "two", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    body = (
+        f"object {head}\ntype commit\ntag v0.0.2\x1b]8;;x\x07\u202e\n"
+        "tagger T <t@example.com> 1700000000 +0000\n\nforged\n"
+    )
+    forged = (
+        subprocess.run(
+            ["git", "hash-object", "-t", "tag", "-w", "--literally", "--stdin"],
+            cwd=world.a,
+            input=body.encode(),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    git(world.a, "update-ref", "refs/tags/v0.0.3", forged)
+    git(world.a, "update-ref", "refs/tags/v0.0.4\u202e", head)
+    at(monkeypatch, T0 + days(10))
+    capsys.readouterr()
+
+    assert run(world, "history", LONG, R2) == 0
+
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
+    assert sorted(notes) == [
+        "note: v0.0.3 ignored: its tag object is named v0.0.2?]8;;x??, not v0.0.3",
+        "note: v0.0.4? ignored: not a release name: releases are exactly v0.0.N (no suffix such as -rc, "
+        "no leading zero)",
+    ]
 
 
 def test_a_lightweight_tag_on_head_no_longer_hides_heads_release_from_rollback(
