@@ -39,6 +39,8 @@ MAX_COUNTS = 4  # rule ids shown per cell; the rest as "+N more"
 MAX_NOTES = 20
 # No `@` either: a note or a ref must not be able to mention anybody.
 _UNSAFE = re.compile(r"[^A-Za-z0-9 ._,:;/~^+=()'-]")
+# What GitHub reads as more than text among what `plain` keeps.
+_MARKUP = re.compile(r"[_~:]|www\.|gh-[0-9]", re.IGNORECASE)
 
 
 def size(text: str) -> int:
@@ -46,9 +48,20 @@ def size(text: str) -> int:
 
 
 def plain(text: object, limit: int = 120) -> str:
-    """Tool-supplied text made inert: one line, a plain character set, bounded."""
+    """Tool-supplied text as one line of a plain character set, bounded. Still text that
+    GitHub reads (`_x_`, `~~x~~`, `https://...`, `:name:`): shown in Markdown only as
+    `literal`, or where the schema already allows nothing more (a stage's name)."""
     flat = _UNSAFE.sub("?", " ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def literal(text: object, limit: int = 120) -> str:
+    """Tool-supplied text that GitHub shows as written: `plain`, and in a code span when it
+    holds what GitHub would make something of (`_` and `~` emphasis, a `:` of a URL or an
+    emoji, `www.`, a `GH-1` reference); inside one GitHub makes nothing, and `plain` has
+    no backtick to end it."""
+    flat = plain(text, limit)
+    return f"`{flat}`" if _MARKUP.search(flat) else flat
 
 
 def cell_text(cell: Mapping[str, Any]) -> str:
@@ -60,7 +73,7 @@ def cell_text(cell: Mapping[str, Any]) -> str:
     if not counts:
         return shown
     ranked = sorted(counts.items(), key=lambda item: (-int(item[1]), str(item[0])))
-    parts = [f"{plain(rule, 64)} {int(number)}" for rule, number in ranked[:MAX_COUNTS]]
+    parts = [f"{literal(rule, 64)} {int(number)}" for rule, number in ranked[:MAX_COUNTS]]
     if len(ranked) > MAX_COUNTS:
         parts.append(f"+{len(ranked) - MAX_COUNTS} more")
     return f"{shown} · {', '.join(parts)}"
@@ -100,11 +113,11 @@ def notes(record: Mapping[str, Any]) -> str:
     errors: dict[str, list[str]] = {}
     for stage in record.get("stages") or ():
         if stage.get("verdict") in ("fail", "error") and stage.get("note"):
-            errors.setdefault(plain(stage["note"]), []).append(plain(stage.get("name"), 32))
+            errors.setdefault(literal(stage["note"]), []).append(plain(stage.get("name"), 32))
     for stage in record.get("stages") or ():
         name = plain(stage.get("name"), 32)
         verdict = stage.get("verdict")
-        said = plain(stage["note"]) if stage.get("note") else ""
+        said = literal(stage["note"]) if stage.get("note") else ""
         if verdict == "not run" and said:
             items.append(f"- {name}: not run ({said})")
         elif verdict in ("fail", "error") and said and errors[said][0] == name:
@@ -112,7 +125,7 @@ def notes(record: Mapping[str, Any]) -> str:
         shared: dict[str, list[str]] = {}
         for path, cell in (stage.get("files") or {}).items():
             if cell.get("verdict") == "error" and cell.get("note"):
-                shared.setdefault(plain(cell["note"]), []).append(str(path))
+                shared.setdefault(literal(cell["note"]), []).append(str(path))
         for text, paths in shared.items():
             if text == said:
                 continue  # the stage's own line already says it
@@ -126,9 +139,9 @@ def notes(record: Mapping[str, Any]) -> str:
         if (
             repository.get("verdict") == "error"
             and repository.get("note")
-            and plain(repository["note"]) != said
+            and literal(repository["note"]) != said
         ):
-            items.append(f"- {name}: {plain(repository['note'])}")
+            items.append(f"- {name}: {literal(repository['note'])}")
     if len(items) > MAX_NOTES:
         items = [*items[:MAX_NOTES], f"- ... {len(items) - MAX_NOTES} more"]
     return "".join(f"{item}\n" for item in items)
@@ -142,12 +155,12 @@ def header(record: Mapping[str, Any]) -> str:
         parts[0] += " (uncommitted changes)"
     base = commits.get("base")
     if isinstance(base, Mapping) and base.get("commit"):
-        how = f" ({plain(base.get('how'), 80)})" if base.get("how") else ""
+        how = f" ({literal(base.get('how'), 80)})" if base.get("how") else ""
         parts.append(f"base `{str(base['commit'])[:12]}`{how}")
     inputs = (record.get("inputs") or {}).get("digest", "")
     parts.append(f"inputs `{str(inputs)[:19]}`")
     parts.append(f"record `{digest(record)[:19]}`")
-    line = headline(record, lambda text: plain(text, 80))
+    line = headline(record, lambda text: literal(text, 80), lambda text: plain(text, 32))
     word, sep, rest = line.partition(": ")
     shown = {"pass": "pass", "fail": "**fail**", "incomplete": "_incomplete_"}.get(word, "_unknown_")
     return f"### Check matrix: {shown}{sep}{rest}\n\n{'; '.join(parts)}\n\n"

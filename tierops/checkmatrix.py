@@ -64,20 +64,23 @@ PASS, FAIL, ERROR, NOT_RUN = "pass", "fail", "error", "not run"
 MAX_NAMED_COUNTS = 2  # rule ids named for a failed repository-wide stage in the headline
 
 
-def headline(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> str:
+def headline(
+    record: Mapping[str, Any], clean: Callable[[str], str] = str, name: Callable[[str], str] = str
+) -> str:
     """The record's verdict in one line, the same for the summary, the comment and a tag.
 
     `pass` only when every stage ran and passed. Otherwise what failed first, then what
     did not run and why: `fail: tests (3 failed)`, `fail: diff (error); collector not run
     (no Docker)`, `incomplete: tests not run (no result from this run)`. `clean` makes
-    text that came from a tool (a note) safe where the line goes (Markdown)."""
+    text that came from a tool (a note, a rule id) safe where the line goes (Markdown),
+    `name` a stage's name."""
     stages = [stage for stage in record.get("stages") or () if isinstance(stage, Mapping)]
     failed = failing(record, clean)
     # Stages that did not run for the same reason share one clause.
     reasons: dict[str, list[str]] = {}
     for stage in stages:
         if stage.get("verdict") == NOT_RUN:
-            reasons.setdefault(clean(str(stage.get("note") or "")), []).append(clean(str(stage.get("name"))))
+            reasons.setdefault(clean(str(stage.get("note") or "")), []).append(name(str(stage.get("name"))))
     missing = [
         f"{', '.join(names)} not run" + (f" ({reason})" if reason else "")
         for reason, names in reasons.items()

@@ -16,13 +16,20 @@ nothing in it reaches past its end:
   table cell) is escaped, so it cannot pair with one further down;
 - `<details>` left open are closed at the end;
 - mentions: `@name` in every spelling GitHub links (`&#64;name`, `x.@name`, `é@name`)
-  gets a zero-width space after the `@`.
+  gets a zero-width space after the `@`;
+- links: outside code, a `[` no backslash escapes is escaped (no link, image, footnote
+  or link definition), and a zero-width space breaks what GitHub would link by itself:
+  `https://`, `www.`, and the references `#123`, `owner/repo#123` and `GH-123` (an
+  address stays as written: a mail link reaches nobody);
+- headings: only the levels the reports write (`###`, `####`); any other `#` heading
+  and a setext underline (`===`, `---` under a line) are escaped to text.
 
 Stdlib only: the comment job installs nothing.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 
 # The tags rollout's reports write: a collapsed section, at the start of a line...
@@ -45,6 +52,18 @@ _ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _AT_REFERENCE = re.compile(r"&#0*64(?![0-9]);?|&#[xX]0*40(?![0-9A-Fa-f]);?|&commat;?")
 _MENTION = re.compile(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9]|&#?[A-Za-z0-9])")
 ZERO_WIDTH_SPACE = "\u200b"
+# A `[` after an even number of backslashes (none included): it opens a link or image.
+_OPEN_BRACKET = re.compile(r"(?<!\\)((?:\\\\)*)\[")
+# What GitHub links in text with no markup at all: a URL scheme, `www.` and an issue
+# reference; a zero-width space goes where it breaks the match.
+_SELF_LINKING = re.compile(
+    r"(?<=:)(?=//)|(?<=www)(?<![A-Za-z0-9]www)(?=\.)|(?<=#)(?=[0-9])|(?<=GH-)(?=[0-9])",
+    re.IGNORECASE,
+)
+# An ATX heading (its level in group 2) and a setext underline.
+_HEADING = re.compile(r"( {0,3})(#{1,6})(?=[ \t]|$)")
+_UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
+_HEADING_LEVELS = frozenset({3, 4})
 
 
 def defuse_mentions(text: str) -> str:
@@ -103,9 +122,13 @@ def _live_block_tag(text: str, at: int, state: _State) -> str | None:
 def _escape_tags(text: str, state: _State, *, block: bool, at_start: bool = False) -> str:
     """`<` made text, but for our tags (block ones only in an HTML block, `<br>` only
     after something on its line); `<details>` counted. A `<` that a backslash already
-    escapes is left alone."""
+    escapes is left alone. Linear in the text: nothing before a `<` is copied or
+    rescanned but the backslashes right before it."""
     out: list[str] = []
     index = 0
+    # Where the line's first character other than a blank is: a `<br>` before it would
+    # start the line, and there it is not the inline tag.
+    content = len(text) - len(text.lstrip(" \t")) if at_start else -1
     while True:
         found = text.find("<", index)
         if found < 0:
@@ -113,78 +136,90 @@ def _escape_tags(text: str, state: _State, *, block: bool, at_start: bool = Fals
             return "".join(out)
         out.append(text[index:found])
         tag = _live_block_tag(text, found, state) if block else None
-        backslashes = len(text[:found]) - len(text[:found].rstrip("\\"))
         if tag is not None:
             state.details += {"<details>": 1, "</details>": -1}.get(tag, 0)
             out.append(tag)
             index = found + len(tag)
-        elif (
-            not block
-            and text.startswith(_INLINE_TAG, found)
-            and not (at_start and not text[:found].strip(" \t"))
-        ):
+        elif not block and text.startswith(_INLINE_TAG, found) and found > content:
             out.append(_INLINE_TAG)
             index = found + len(_INLINE_TAG)
         else:
-            out.append("<" if backslashes % 2 and not block else "&lt;")
+            out.append("<" if not block and _escaped(text, found) else "&lt;")
             index = found + 1
+
+
+def _text(text: str, state: _State, *, at_start: bool) -> str:
+    """Text outside code: tags escaped, no link, no self-linking text."""
+    text = _escape_tags(text, state, block=False, at_start=at_start)
+    if "[" in text:
+        text = _OPEN_BRACKET.sub(r"\1\\[", text)
+    return _SELF_LINKING.sub(ZERO_WIDTH_SPACE, text)
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether an odd run of backslashes ends right before `at`."""
+    before = at
+    while before > 0 and text[before - 1] == "\\":
+        before -= 1
+    return (at - before) % 2 == 1
+
+
+# What the inline scan stops at: a backslash escape (skipped whole) or a run of backticks.
+_INLINE_STOP = re.compile(r"\\[!-/:-@\[-`{-~]|`+")
+_BACKTICKS = re.compile(r"`+")
 
 
 def _inline(segment: str, state: _State, *, at_start: bool) -> str:
     """One table cell or line outside any block: code spans kept as they are (a run of
     backticks closed by the next run of the same length), a run that closes nothing
-    escaped (so it cannot pair with one on another line), tags escaped elsewhere."""
+    escaped (so it cannot pair with one on another line), tags escaped elsewhere.
+
+    Every maximal run of backticks is listed once, by length, so finding an opening
+    run's closer is a bisection, never a rescan of the rest of the line."""
+    if "`" not in segment:
+        return _text(segment, state, at_start=at_start)
+    runs: dict[int, list[int]] = {}
+    for match in _BACKTICKS.finditer(segment):
+        runs.setdefault(match.end() - match.start(), []).append(match.start())
     out: list[str] = []
-    index, end = 0, len(segment)
-    text_start = 0
-    while index < end:
-        char = segment[index]
-        if char == "\\" and index + 1 < end and segment[index + 1] in _ASCII_PUNCTUATION:
-            index += 2
+    index = text_start = 0
+    while (stop := _INLINE_STOP.search(segment, index)) is not None:
+        if stop.group()[0] == "\\":
+            index = stop.end()
             continue
-        if char != "`":
-            index += 1
-            continue
-        run_end = index
-        while run_end < end and segment[run_end] == "`":
-            run_end += 1
-        run = run_end - index
-        closing = run_end
-        while True:
-            closing = segment.find("`" * run, closing)
-            if closing < 0:
-                break
-            after = closing + run
-            if (closing == 0 or segment[closing - 1] != "`") and (after >= end or segment[after] != "`"):
-                break
-            while closing < end and segment[closing] == "`":
-                closing += 1
+        opening, run_end = stop.start(), stop.end()
+        run = run_end - opening
+        starts = runs.get(run, [])
+        # The closer is a whole maximal run of the same length starting at or after
+        # this run's end (an opener may be the tail of a run whose head is escaped).
+        at = bisect.bisect_left(starts, run_end)
+        closing = starts[at] if at < len(starts) else -1
         out.append(
-            _escape_tags(segment[text_start:index], state, block=False, at_start=at_start and text_start == 0)
+            _text(segment[text_start:opening], state, at_start=at_start and text_start == 0)
         )
         if closing < 0:
             out.append("\\`" * run)
             index = text_start = run_end
             continue
-        out.append(segment[index : closing + run])
+        out.append(segment[opening : closing + run])
         index = text_start = closing + run
-    out.append(_escape_tags(segment[text_start:], state, block=False, at_start=at_start and text_start == 0))
+    out.append(_text(segment[text_start:], state, at_start=at_start and text_start == 0))
     return "".join(out)
+
+
+# A table row's cells end at every pipe no backslash escapes.
+_CELL_STOP = re.compile(r"\\.|\|", re.DOTALL)
 
 
 def _cells(line: str) -> list[str]:
     """A line split at every pipe no backslash escapes (GFM splits a table row there
     before it looks for code spans); the pipes stay at the end of their cells."""
     cells: list[str] = []
-    start = index = 0
-    while index < len(line):
-        if line[index] == "\\":
-            index += 2
-            continue
-        if line[index] == "|":
-            cells.append(line[start : index + 1])
-            start = index + 1
-        index += 1
+    start = 0
+    for stop in _CELL_STOP.finditer(line):
+        if stop.group() == "|":
+            cells.append(line[start : stop.end()])
+            start = stop.end()
     cells.append(line[start:])
     return cells
 
@@ -202,6 +237,7 @@ def _line(line: str, state: _State) -> str:
         if opened is not None and not line.startswith(" "):
             state.fence = opened
             return line
+        line = _heading_as_text(line)
         nested = _NESTED_FENCE.match(line)
         if nested is not None or opened is not None:
             cut = nested.end(1) if nested is not None else len(line) - len(line.lstrip(" "))
@@ -211,6 +247,19 @@ def _line(line: str, state: _State) -> str:
     if state.html_block:
         return _escape_tags(line, state, block=True)
     return "".join(_inline(cell, state, at_start=number == 0) for number, cell in enumerate(_cells(line)))
+
+
+def _heading_as_text(line: str) -> str:
+    """A heading of a level the reports never write (or a setext underline, which makes
+    the line above one) escaped to text."""
+    heading = _HEADING.match(line)
+    if heading is not None and len(heading.group(2)) not in _HEADING_LEVELS:
+        cut = heading.end(1)
+    elif _UNDERLINE.fullmatch(line):
+        cut = len(line) - len(line.lstrip(" "))
+    else:
+        return line
+    return line[:cut] + "\\" + line[cut:]
 
 
 def inert(markdown: str) -> str:

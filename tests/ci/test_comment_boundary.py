@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,9 @@ from ci.comment import load_artifact
 from ci.matrix_markdown import COMMENT_LIMIT, MARKER, size
 from tests.ci.matrix_records import plan_markdown, sample_record
 from tests.ci.test_comment import RUN_URL, write_artifact
+from tests.conftest import ROOT
 from tierops.errors import InputError
-from tierops.markdown_inert import inert
+from tierops.markdown_inert import ZERO_WIDTH_SPACE, inert
 
 # GitHub links `@name` when no ASCII letter, digit or `_` comes before the `@`.
 LINKED_MENTION = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9]")
@@ -181,6 +184,67 @@ def test_a_marker_nested_in_itself_is_removed(tmp_path: Path) -> None:
     nested = MARKER[:half] + MARKER + MARKER[half:]
     body = body_for(tmp_path, f"{nested}\nchanged\n")
     assert body.count(MARKER) == 1 and body.startswith(MARKER)
+
+
+# --------------------------------------------------------------------------- links and headings
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "[click](https://evil.example)",
+        "![pixel](https://evil.example/p.png)",
+        "[click][x]\n\n[x]: https://evil.example",
+        "\\\\[click](https://evil.example)",  # an escaped backslash, then a live link
+        "| cell | [click](https://evil.example) |",
+        "note[^1]\n\n[^1]: https://evil.example",
+    ],
+)
+def test_no_link_or_image_in_the_artifact_renders_as_one(written: str) -> None:
+    html = html_of(inert(written + "\n"))
+    assert "<a " not in html and "<img" not in html, html
+
+
+@pytest.mark.parametrize("level", [1, 2, 5, 6])
+def test_a_heading_of_a_level_the_reports_never_write_is_text(level: int) -> None:
+    html = html_of(inert("#" * level + " Check matrix: pass\n"))
+    assert "<h" not in html and "Check matrix: pass" in html
+
+
+@pytest.mark.parametrize("underline", ["===", "---", "  -"])
+def test_a_setext_underline_cannot_make_the_line_above_a_heading(underline: str) -> None:
+    html = html_of(inert(f"Check matrix: pass\n{underline}\n"))
+    assert "<h" not in html and "Check matrix: pass" in html
+
+
+def test_the_headings_the_reports_write_stay_headings() -> None:
+    html = html_of(inert("### Rollout plan\n\n#### `prod/x.yaml`\n"))
+    assert "<h3>Rollout plan</h3>" in html and "<h4><code>prod/x.yaml</code></h4>" in html
+
+
+def test_text_github_links_by_itself_is_broken_outside_code_and_kept_inside() -> None:
+    """GitHub links a bare URL, `www.` and issue references in text after rendering, so an
+    escape cannot stop them: a zero-width space does, and code is left as written."""
+    written = "see https://evil.example, WWW.evil.example, #12, org/repo#34 and GH-56 `https://ok #7`\n"
+    shown = inert(written)
+    assert shown.replace(ZERO_WIDTH_SPACE, "") == written
+    outside = re.sub(r"`[^`]*`", "", shown)
+    assert not re.search(r"://|www\.|#[0-9]|GH-[0-9]", outside, re.IGNORECASE), outside
+    assert "`https://ok #7`" in shown
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["<", "<br>", "a<", "\\<", "` ", "`a", "[", "#1 "],
+)
+def test_a_megabyte_of_hostile_markdown_is_made_inert_in_linear_time(hostile: str) -> None:
+    """The artifact's size limit, filled with one repeated construct: each pass is linear
+    (a pass where every `<` copied the line before it took several times the deadline;
+    benchmarks/README.md has the figures). Run in a child with a deadline about ten times
+    the linear time, so a quadratic pass fails instead of hanging the suite."""
+    text = hostile * ((1 << 20) // len(hostile))
+    code = "import sys; from tierops.markdown_inert import inert; inert(sys.stdin.read())"
+    subprocess.run([sys.executable, "-c", code], input=text, text=True, check=True, timeout=10, cwd=ROOT)
 
 
 def test_our_own_reports_pass_through_unchanged() -> None:

@@ -166,6 +166,33 @@ def test_tool_text_is_made_inert() -> None:
     assert "<img" not in text and "](javascript" not in text and "</details><" not in text
 
 
+@pytest.mark.parametrize(
+    "said",
+    ["~~struck~~", "_stressed_", "see https://evil.example", "www.evil.example", ":rocket:", "GH-12"],
+)
+def test_tool_text_that_github_would_make_something_of_is_shown_as_code(said: str) -> None:
+    """Emphasis, strike-through, a link GitHub makes of a bare URL or `www.`, an emoji
+    shortcode and a `GH-` reference all come from text with no markup character; in a
+    code span GitHub makes none of them."""
+    record = copy.deepcopy(sample_record())
+    collector = next(stage for stage in record["stages"] if stage["name"] == "collector")
+    collector["note"] = f"no Docker {said}"
+    collector["repository"]["counts"] = {f"rule {said}": 1}
+    collector["verdict"] = "fail"
+    html = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(render(record, None, None))
+    outside = re.sub(r"<code>.*?</code>", "", html)
+    assert said.rsplit(maxsplit=1)[-1] not in outside
+    assert "<em>stressed" not in html and "<s>" not in html
+    assert f"<code>no Docker {said}</code>" in html and f"<code>rule {said}</code> 1" in html
+
+
+def test_tool_text_github_leaves_alone_stays_plain() -> None:
+    record = copy.deepcopy(sample_record())
+    collector = next(stage for stage in record["stages"] if stage["name"] == "collector")
+    collector["note"] = "no Docker daemon (see docs/rehearsal.md)"
+    assert "- collector: not run (no Docker daemon (see docs/rehearsal.md))" in render(record, None, None)
+
+
 def test_a_run_url_that_is_not_plain_https_is_left_out() -> None:
     text = render(sample_record(), "x\n" * 40_000, None, limit=8000, run_url="javascript:alert(1)")
     assert "javascript" not in text

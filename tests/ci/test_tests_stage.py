@@ -138,7 +138,7 @@ def test_a_record_built_from_a_junit_file_with_a_failure_says_fail(
     )
     text = matrix_markdown.render(data, None, None)
     assert text.startswith("### Check matrix: **fail**: tests (1 failed, 1 error); generated, validate, ")
-    assert "- tests: 1 failed, 1 error: tests.test_sample::test_wrong, " in text
+    assert "- tests: `1 failed, 1 error: tests.test_sample::test_wrong, " in text
 
 
 def test_a_record_without_a_tests_result_says_not_run(tmp_path: Path) -> None:
