@@ -15,7 +15,7 @@ from rollout.rehearse.run import Rehearsal
 from tierops import layout
 from tierops.cli import guarded, parse
 from tierops.entry import Terminated
-from tierops.errors import UsageError
+from tierops.errors import InputError, UsageError
 
 DESCRIPTION = """\
 Rehearse compose files on this machine's Docker daemon.
@@ -82,20 +82,21 @@ def _seconds(text: str) -> float:
 
 
 def read_env(path: Path) -> dict[str, str]:
-    values = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise UsageError(f"cannot read the env file: {error.strerror}", where=str(path)) from None
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise UsageError(f"line {number} is not KEY=VALUE", where=str(path))
-        values[key.strip()] = value.strip()
-    return values
+    """The env file as the validators and the Compose binary read it (no quotes, no
+    `export`, a lone `\r` inside a line, a BOM only at the start); the first problem in it
+    is refused with its line, never passed on as a value Compose would read otherwise."""
+    from validators.interpolation import load_dummy_env  # here: only a run that rehearses
+
+    env = load_dummy_env(path, str(path))
+    if env.problems:
+        first = env.problems[0]
+        more = f" ({len(env.problems) - 1} more problems)" if len(env.problems) > 1 else ""
+        raise InputError(
+            f"{first.message}{more}",
+            where=f"{first.path}:{first.line}:{first.col}",
+            hint="`python -m validators` lists them all",
+        )
+    return {value.name: value.value for value in env.values}
 
 
 def say(text: str) -> None:

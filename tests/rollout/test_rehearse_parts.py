@@ -257,3 +257,30 @@ def test_the_stand_in_engine_serves_what_the_real_one_serves(
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"A=caf\xe9\n", "cannot read the dummy environment: 'utf-8' codec can't decode"),
+        (b"export A=dummy\n", ":1:1: expected NAME=value"),
+        (b'A=dummy\nB="quoted"\n', ":2:3: the dummy value of B"),
+        (b"A=dummy\nA=again\n", ":2:1: A is set twice (first on line 1)"),
+    ],
+)
+def test_an_env_file_is_read_as_the_validators_and_compose_read_it_or_refused_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, said: str
+) -> None:
+    compose = tmp_path / "x.yaml"
+    compose.write_text("services: {}\n", encoding="utf-8")
+    env = tmp_path / "bad.env"
+    env.write_bytes(content)
+    assert main(["--env-file", str(env), str(compose)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(str(env)) and said in err and err.count("\n") == 1, err
+
+
+def test_a_lone_carriage_return_stays_inside_its_line_as_compose_reads_it(tmp_path: Path) -> None:
+    env = tmp_path / "ok.env"
+    env.write_bytes(b"A=dummy-a\nB=dummy-b\n# note\rC=not-a-line\n")
+    assert rehearse_cli.read_env(env) == {"A": "dummy-a", "B": "dummy-b"}
