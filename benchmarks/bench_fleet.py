@@ -74,6 +74,7 @@ def make_fleet(repo: Path, size: int, *, edit: bool = True) -> list[str]:
     for package in PACKAGES:  # with their __pycache__: the checked-hash pycs stay valid
         shutil.copytree(ROOT / package, repo / package)
     (repo / "prod").mkdir()
+    (repo / "build").mkdir()  # where the diff and plan write their Markdown
     # The fleet's data over the code's copy: the fleet measured is the one TIEROPS_FLEET names.
     shutil.copyfile(layout.dummy_env(), repo / "ci" / "dummy.env")
     for contract in layout.contracts_dir().glob("*.yaml"):

@@ -281,7 +281,7 @@ def test_tags_without_a_record_are_reported_not_used(
 def test_every_v0_0_tag_that_is_not_a_release_is_listed_with_the_reason_and_never_counted(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11: only an annotated v0.0.N with the record of its own first-parent commit
+    """Only an annotated v0.0.N with the record of its own first-parent commit
     is a release tag; history names every other v0.0.* tag and why."""
     tag_now(world, monkeypatch, T0)
     base = git(world.a, "rev-parse", "HEAD")
@@ -373,7 +373,7 @@ def test_a_tag_header_or_name_with_terminal_controls_is_printed_inert(
 def test_a_lightweight_tag_on_head_no_longer_hides_heads_release_from_rollback(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11: a lightweight v0.0.3 on HEAD made `tag` answer "already tagged", and
+    """A lightweight v0.0.3 on HEAD once made `tag` answer "already tagged", and
     `rollback` then took v0.0.2 for the newest release and rolled back the wrong change."""
     tag_now(world, monkeypatch, T0)
     world.commit(world.a, "r2 24", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))

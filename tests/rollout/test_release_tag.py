@@ -430,7 +430,7 @@ NOT_A_RECORD = "no release record in its message (not made by `rollout release t
 def test_a_stray_record_on_a_merged_side_branch_never_raises_the_next_number(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 11: a stray v0.0.50 on a side branch made the next tag v0.0.51."""
+    """A stray v0.0.50 on a side branch once made the next tag v0.0.51."""
     base = first_release(world, capsys)
     git(world.a, "switch", "-q", "-c", "feature")
     side = world.commit(world.a, "feature work", T0 + days(1), extra={"notes/f": "f\n"}, push=False)
@@ -471,7 +471,7 @@ def _record_of_another_commit(world: World, commit: str) -> str:
 def test_a_v0_0_n_tag_that_is_not_a_release_never_makes_head_already_tagged(
     world: World, capsys: pytest.CaptureFixture[str], make: Callable[[World, str], str], where: str
 ) -> None:
-    """Issue 11: a lightweight v0.0.10 on HEAD made `tag` answer "already tagged"."""
+    """A lightweight v0.0.10 on HEAD once made `tag` answer "already tagged"."""
     base = first_release(world, capsys)
     head = world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
     reason = make(world, head)
@@ -516,7 +516,7 @@ def test_an_rc_tag_on_head_is_named_as_ignored_and_head_gets_its_release(
 def test_a_shallow_clone_is_refused_with_the_fix_and_tags_everything_once_unshallowed(
     world: World, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Issue 11: in a shallow clone `tag` said there was no release tag yet, tagged the
+    """In a shallow clone `tag` once said there was no release tag yet, tagged the
     tip, and left the commits in between untaggable forever."""
     first_release(world, capsys)
     commits = [
@@ -545,7 +545,7 @@ def test_a_shallow_clone_is_refused_with_the_fix_and_tags_everything_once_unshal
 def test_a_remote_that_cannot_be_reached_is_one_true_line(
     world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    """Issue 11: an unreachable remote printed the cut-off end of git's message."""
+    """An unreachable remote once printed the cut-off end of git's message."""
     first_release(world, capsys)
     world.commit(world.a, "two", T0 + days(1), extra={"notes/2": "2\n"})
     if how == "moved away":
@@ -572,7 +572,7 @@ def test_a_remote_that_cannot_be_reached_is_one_true_line(
 def test_a_repo_path_that_is_no_repository_is_one_true_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], action: list[str]
 ) -> None:
-    """Issue 11: `--repo /nonexistent` said git was not installed."""
+    """`--repo /nonexistent` once said git was not installed."""
     plain, afile = tmp_path / "plain", tmp_path / "a-file"
     plain.mkdir()
     afile.write_text("x\n", encoding="utf-8")
@@ -611,7 +611,7 @@ def test_no_substituted_check_is_ever_recorded_as_passed(
     option: str | None,
     source: str,
 ) -> None:
-    """Issue 11: TIEROPS_RELEASE_VERIFY=true recorded `verify: passed` though no check ran."""
+    """TIEROPS_RELEASE_VERIFY=true once recorded `verify: passed` though no check ran."""
     if env is None:
         monkeypatch.delenv("TIEROPS_RELEASE_VERIFY")
     else:
