@@ -354,12 +354,20 @@ def dummy_lines(text: str) -> Iterator[tuple[int, str]]:
         yield number, raw.removesuffix("\r")
 
 
+# The blanks Compose skips around a line (Go's unicode.IsSpace): Python's own set but for
+# the four separators \x1c-\x1f, which Go reads as text. A line they start is no comment
+# to Compose, so it must be none here either, or its value would be checked by neither.
+_GO_BLANKS = "".join(
+    char for char in map(chr, range(0x3001)) if char.isspace() and char not in "\x1c\x1d\x1e\x1f"
+)
+
+
 def parse_dummy_env(text: str, path: Path, shown: str) -> DummyEnv:
     values: list[DummyValue] = []
     problems: list[Problem] = []
     seen: dict[str, int] = {}
     for number, raw in dummy_lines(text):
-        line = raw.strip()
+        line = raw.strip(_GO_BLANKS)
         if not line or line.startswith("#"):
             continue
         name, sep, value = raw.partition("=")

@@ -60,6 +60,22 @@ def test_the_dummy_env_is_split_into_lines_as_compose_splits_it(
     assert compose_sets_b == (separator in ("\n", "\r\n"))
 
 
+@pytest.mark.parametrize("blank", [" ", "\t", "\v", "\f", "\xa0", "\x85", "\u3000", "\x1c", "\x1f"], ids=repr)
+def test_a_line_is_a_comment_exactly_when_compose_reads_it_as_one(
+    tmp_path: Path, pinned: ComposeBinary, blank: str
+) -> None:
+    """Python's blanks include \\x1c-\\x1f, Go's do not: a line they start is no comment to
+    Compose, and must be no comment here, or its value reaches Compose unchecked (and
+    Compose's refusal prints it)."""
+    env_file = tmp_path / "test.env"
+    secret = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    env_file.write_bytes(f"A=dummy-a\n{blank}# HF_TOKEN={secret}\n".encode())
+    result = run_config(pinned, _compose_file(tmp_path, "${A}"), env_file=env_file)
+    dummy = load_dummy_env(env_file, "test.env")
+    assert (not dummy.problems) == result.ok, result.stderr
+    assert all(secret not in str(problem) for problem in dummy.problems)
+
+
 def test_a_leading_byte_order_mark_is_skipped_as_compose_skips_it(
     tmp_path: Path, pinned: ComposeBinary
 ) -> None:
