@@ -28,7 +28,7 @@ from rollout.diff.boundary import protect_source
 from rollout.release import changelog, history, rollback, tags, tagset, verify
 from rollout.release import record as release
 from tierops.atomic import write_bytes_atomic
-from tierops.errors import InputError
+from tierops.errors import InputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlload import read_regular
 
@@ -140,7 +140,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="DIR",
         help="also write each tagged commit's check-matrix record to DIR/TAG.check-matrix.json "
-        "(what the release workflow attests)",
+        "(what the release workflow attests); DIR is created when missing, and checked before "
+        "anything is tagged",
     )
     tag.add_argument(
         "--verify-command",
@@ -201,13 +202,40 @@ def run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- tag
 
 
+def _records_dir(directory: Path | None) -> None:
+    """`--records DIR` checked before anything is tagged: a tag is pushed before its record
+    is written, so a DIR that cannot take the record must stop the run first. DIR is a
+    directory (created when missing), and no record name in it is held by anything but a
+    regular file."""
+    if directory is None:
+        return
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise UsageError(
+            "--records names something that is not a directory; nothing was tagged",
+            where=str(directory),
+            hint="name a directory, or a new path to create",
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(
+            f"--records: cannot create it: {error.strerror or error}", where=str(directory)
+        ) from None
+    for held in sorted(directory.glob("*.check-matrix.json")):
+        if held.is_symlink() or not held.is_file():
+            raise UsageError(
+                "a record's name there is held by something other than a regular file; nothing was tagged",
+                where=str(held),
+                hint="remove it",
+            )
+
+
 def _keep_record(directory: Path | None, tag: str, record: bytes | None) -> str:
     """`--records DIR`: the tag's check-matrix record, as its check wrote it, for the
     release workflow to attest; the report's words for it."""
     if directory is None or record is None:
         return ""
     target = directory / f"{tag}.check-matrix.json"
-    directory.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(target, record)
     return f"; record {target}"
 
@@ -215,6 +243,7 @@ def _keep_record(directory: Path | None, tag: str, record: bytes | None) -> str:
 def _tag(repo: Path, args: argparse.Namespace) -> int:
     remote: str | None = args.remote or ("origin" if args.push else None)
     command = None if args.no_verify else verify.verify_command(args.verify_command, os.environ)
+    _records_dir(args.records)
     plan = tags.plan(repo, args.commit, branch=args.branch, remote=remote, push=args.push)
     for ignored in plan.ignored:
         print(f"note: {ignored.shown} on {(ignored.commit or '')[:12]} ignored: {ignored.reason}")

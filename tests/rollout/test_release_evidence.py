@@ -4,6 +4,7 @@ and `release history` shows it; records without it (older tags) stay readable.""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from datetime import datetime
@@ -111,3 +112,33 @@ def test_records_keeps_the_record_the_tag_names_for_the_workflow_to_attest(
     record = release.parse_message(message(world, "v0.0.1"))
     assert record is not None and digest(json.loads(kept.read_bytes())) == record.check_matrix
     assert f"; record {kept}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("held", ["fifo", "file", "link", "record-fifo"])
+def test_a_records_dir_that_cannot_take_the_record_stops_the_run_before_anything_is_tagged(
+    world: World,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    held: str,
+) -> None:
+    """The tag is pushed before its record is written: a DIR that would refuse the record
+    must refuse the run first, or the tag is out and its record lost."""
+    monkeypatch.setenv("TIEROPS_RELEASE_VERIFY", WRITES_RECORD)
+    records = tmp_path / "records"
+    if held == "fifo":
+        os.mkfifo(records)
+    elif held == "file":
+        records.write_text("x\n", encoding="utf-8")
+    elif held == "link":
+        (tmp_path / "elsewhere").mkdir()
+        records.symlink_to(tmp_path / "elsewhere")
+    else:
+        records.mkdir()
+        os.mkfifo(records / "v0.0.1.check-matrix.json")
+    capsys.readouterr()
+    assert main(["release", "tag", "--repo", str(world.a), "--push", "--records", str(records)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing was tagged" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert git(world.a, "tag", "-l", "v0.0.*") == ""
+    assert git(world.a, "ls-remote", "--tags", "origin") == ""
