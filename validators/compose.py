@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--rendered-dir",
         type=Path,
         default=RENDERED_DIR,
-        help="where each file's rendered JSON is kept (default: build/rendered)",
+        help="where each file's rendered JSON is kept, created when missing (default: build/rendered)",
     )
     parser.add_argument(
         "--compose",
@@ -169,6 +169,13 @@ def _check(args: argparse.Namespace, facts: dict[str, Any]) -> int:
     """The check; `facts` receives what the JSON format adds to the text report."""
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    rendered = args.rendered_dir
+    if rendered.exists() and not rendered.is_dir():
+        raise UsageError(
+            "--rendered-dir names something that is not a directory",
+            where=str(rendered),
+            hint="name a directory, or a new path to create",
+        )
     binary = _binary(args.compose)
     if args.which:
         print(binary.origin)

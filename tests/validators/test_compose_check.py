@@ -335,3 +335,21 @@ def test_a_key_compose_does_not_know_is_found_at_its_line_with_the_key_it_is_a_n
     code, lines, _ = _run(capsys, "--rendered-dir", str(tmp_path / "r"), str(compose_file))
     (finding,) = [line for line in lines if line.endswith("(compose-config)")]
     assert finding.startswith(f"{compose_file}:4:5: ") and "did you mean" not in finding
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_a_rendered_dir_that_is_not_a_directory_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    target = tmp_path / "rendered"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.write_text("mine\n", encoding="utf-8")
+    code, lines, err = _run(capsys, "--rendered-dir", str(target))
+    assert (code, lines) == (2, [])
+    assert err == (
+        f"{target}: --rendered-dir names something that is not a directory; "
+        "name a directory, or a new path to create\n"
+    )
+    assert kind == "fifo" or target.read_text(encoding="utf-8") == "mine\n"
