@@ -44,6 +44,7 @@ from typing import Any
 from ci import matrix_markdown, record_schema
 from tierops.checkmatrix import RECORD_NAME
 from tierops.cli import guarded, parse
+from tierops.entry import visible
 from tierops.errors import InputError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.markdown_inert import inert
@@ -164,8 +165,9 @@ def _json(data: bytes, name: str) -> Any:
 def defuse(markdown: str) -> str:
     """Markdown from the artifact, made data (tierops/markdown_inert.py): no markup that
     reaches past it, no mention that notifies, never the marker (not even one nested in
-    itself, which one removal would leave whole)."""
-    text = markdown.replace("\x00", "")
+    itself, which one removal would leave whole), and no control or format character (a
+    terminal escape, a bidi override): each is shown as `\\uXXXX`."""
+    text = visible(markdown.replace("\r\n", "\n").replace("\x00", ""))
     while matrix_markdown.MARKER in text:
         text = text.replace(matrix_markdown.MARKER, "")
     return inert(text)

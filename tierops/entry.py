@@ -21,6 +21,7 @@ import codecs
 import contextlib
 import importlib
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -61,9 +62,26 @@ def _escape(error: UnicodeError) -> tuple[str, int]:
     BMP): readable in text, and the same character again inside a JSON string."""
     if not isinstance(error, UnicodeEncodeError):
         raise error
-    units = error.object[error.start : error.end].encode("utf-16-be", "surrogatepass")
-    escaped = "".join(f"\\u{units[i] << 8 | units[i + 1]:04x}" for i in range(0, len(units), 2))
-    return escaped, error.end
+    return _units(error.object[error.start : error.end]), error.end
+
+
+def _units(text: str) -> str:
+    units = text.encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{units[i] << 8 | units[i + 1]:04x}" for i in range(0, len(units), 2))
+
+
+# Every character but a line break, a tab and printable ASCII is looked at.
+_LOOKED_AT = re.compile(r"[^\n\t -~]")
+
+
+def visible(text: str) -> str:
+    """A report about data, safe for a terminal: every character that is not printable
+    (a terminal escape, a carriage return, a C1 control, a bidi override, a zero-width
+    space) but line breaks and tabs is written as `\\uXXXX`, which reads the same in text
+    and stands for the same character inside a JSON string."""
+    return _LOOKED_AT.sub(
+        lambda found: found.group() if found.group().isprintable() else _units(found.group()), text
+    )
 
 
 codecs.register_error(ESCAPE, _escape)

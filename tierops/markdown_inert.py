@@ -194,9 +194,7 @@ def _inline(segment: str, state: _State, *, at_start: bool) -> str:
         # this run's end (an opener may be the tail of a run whose head is escaped).
         at = bisect.bisect_left(starts, run_end)
         closing = starts[at] if at < len(starts) else -1
-        out.append(
-            _text(segment[text_start:opening], state, at_start=at_start and text_start == 0)
-        )
+        out.append(_text(segment[text_start:opening], state, at_start=at_start and text_start == 0))
         if closing < 0:
             out.append("\\`" * run)
             index = text_start = run_end

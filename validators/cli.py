@@ -14,6 +14,7 @@ from typing import TextIO
 
 from tierops import layout
 from tierops.cli import guarded, parse, prog
+from tierops.entry import visible
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlload import COMPOSE_ONLY_HELP, compose_files
@@ -127,7 +128,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         code = ExitCode.FINDINGS if failing else ExitCode.OK
     summary = formats.summary(report.files, report.findings, report.omitted)
     try:
-        out.write(formats.FORMATTERS[name](report.findings))
+        out.write(visible(formats.FORMATTERS[name](report.findings)))
         for problem in report.unreadable:
             err.write(f"error: {problem}\n")
         (err if name in formats.DOCUMENTS else out).write(summary + "\n")

@@ -30,6 +30,7 @@ from rollout.diff.snapshot import (
     resolve_base,
     resolve_head,
 )
+from tierops.entry import visible
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlload import COMPOSE_ONLY_HELP, compose_files
 
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"no compose files among the {len(named)} named")
             return ExitCode.OK
     _, changeset = load_changeset(args)
-    report = RENDERERS[args.format](changeset)
+    report = visible(RENDERERS[args.format](changeset))  # before colour: its escapes are ours
     if args.format == "text" and colour.wanted(sys.stdout, os.environ):
         report = colour.colour(report)
     sys.stdout.write(report)

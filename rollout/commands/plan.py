@@ -30,6 +30,7 @@ from rollout.plan.planner import build_plan
 from rollout.plan.report import RENDERERS
 from rollout.release import record as release
 from rollout.release import tagset
+from tierops.entry import visible
 from tierops.errors import InputError, RefusedError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 
@@ -271,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
 
     plan = build_plan(changeset, head, tags, base, fleet_placements(repo, head_side))
     refuse_bare_variables(plan)
-    sys.stdout.write(RENDERERS[args.format](plan))
+    sys.stdout.write(visible(RENDERERS[args.format](plan)))
     if args.markdown_to is not None:
         write_masked(args.markdown_to, RENDERERS["markdown"](plan))
     if args.format != "text":

@@ -28,6 +28,7 @@ from rollout.diff.boundary import protect_source
 from rollout.release import changelog, history, rollback, tags, tagset, verify
 from rollout.release import record as release
 from tierops.atomic import write_bytes_atomic
+from tierops.entry import visible
 from tierops.errors import InputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlload import read_regular
@@ -391,7 +392,7 @@ def _history(repo: Path, args: argparse.Namespace) -> int:
     for entry in entries:
         print("")
         for line in _history_entry(entry, gate, now):
-            print(line)
+            print(visible(line))  # a service's values, as the diff shows them
     if found.ignored:
         print("")
     for ignored in found.ignored:
@@ -494,7 +495,7 @@ def _rollback(repo: Path, args: argparse.Namespace) -> int:
         print(json.dumps(_rollback_json(plan, gate), indent=2))
     else:
         for line in _rollback_text(plan, gate, explicit_from=args.from_tag is not None):
-            print(line)
+            print(visible(line))
     return ExitCode.OK
 
 

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from rollout.diff.changes import ABSENT, Change, ChangeSet, FileChange, Key, ServiceChange
 from rollout.diff.masking import Masker
 from rollout.diff.secret_values import fingerprint, mask_text, secret_fragments, secret_key
+from tierops.entry import visible
 from tierops.yamlload import MAX_BYTES
 
 _ACTIVE: ContextVar[Masker | None] = ContextVar("rollout_masker", default=None)
@@ -82,7 +83,7 @@ def write_masked(path: Path, text: str) -> None:
         raise RuntimeError("write_masked outside the masking boundary")
     from tierops.atomic import write_bytes_atomic  # here: its tempfile is only for a run that writes
 
-    write_bytes_atomic(path, masker.mask(text).encode("utf-8"))
+    write_bytes_atomic(path, visible(masker.mask(text)).encode("utf-8"))
 
 
 @contextlib.contextmanager

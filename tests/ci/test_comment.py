@@ -226,3 +226,16 @@ def test_dry_run_prints_the_body_and_needs_no_token(
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     assert cli(write_artifact(tmp_path), "http://127.0.0.1:1", "--dry-run") == 0
     assert capsys.readouterr().out.startswith(MARKER + "\n")
+
+
+def test_control_characters_in_the_artifacts_markdown_are_shown_escaped(tmp_path: Path) -> None:
+    """A hyperlink's OSC, a C1 CSI and a bidi override from the artifact reach neither the
+    dry run's terminal nor the comment as themselves."""
+    diff = "hello \x1b]8;;http://x\x07link\x1b]8;;\x07 \x9b31m \u202eevil\r\nnext\n"
+    artifact = load_artifact(write_artifact(tmp_path, diff=diff))
+    assert artifact.diff_markdown is not None
+    for control in ("\x1b", "\x07", "\x9b", "\u202e", "\r"):
+        assert control not in artifact.diff_markdown
+    assert (
+        "hello \\u001b]8;;http:" in artifact.diff_markdown and "\\u202eevil\nnext" in artifact.diff_markdown
+    )

@@ -152,3 +152,29 @@ def test_a_repository_of_another_owner_is_named_as_such(
     err = capsys.readouterr().err
     assert "dubious ownership" in err and "not inside a git repository" not in err
     assert "safe.directory" in err
+
+
+@pytest.mark.parametrize("command", ["diff", "plan"])
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_terminal_controls_in_values_and_names_are_shown_escaped(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    fmt: str,
+) -> None:
+    """A value, an environment key and a service name are the file's data: a title-setting
+    OSC, a screen clear, a hyperlink, a C1 CSI and a bidi override reach the terminal as
+    `\\uXXXX`, never as themselves (a JSON string reads them back the same)."""
+    repo = new_repo(tmp_path, {"prod/x.yaml": ONE}, origin=False)
+    monkeypatch.chdir(repo)
+    changed = (  # YAML's own escapes: the loader refuses the raw characters
+        'services:\n  app:\n    image: "busybox\\e]0;PWNED\\a"\n    environment:\n'
+        '      "K\\e[2J\\u202e": "v\\x9b31m"\n  "svc\\e]8;;http://evil\\a": {image: busybox}\n'
+    )
+    (repo / "prod/x.yaml").write_text(changed, encoding="utf-8")
+    main([command, "--base", "HEAD", "--format", fmt])
+    out, err = capsys.readouterr()
+    for control in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert control not in out + err
+    assert "\\u001b]0;PWNED\\u0007" in out

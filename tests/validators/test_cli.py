@@ -201,3 +201,18 @@ def test_module_entry_point_smoke() -> None:
         check=False,
     )
     assert (proc.returncode, proc.stdout) == (0, "3 files checked: 0 errors, 0 warnings\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "json", "sarif"])
+def test_terminal_controls_from_the_file_are_shown_escaped(tmp_path: Path, fmt: str) -> None:
+    """A service name and an image are the file's data: a title-setting OSC and a bidi
+    override in them reach the terminal as `\\uXXXX`."""
+    path = tmp_path / "x.yaml"
+    path.write_text(
+        'services:\n  "svc\\e]8;;http://evil\\a\\u202e":\n    image: "busybox\\e]0;PWNED\\a"\n',
+        encoding="utf-8",
+    )
+    result = run_cli(path, "--format", fmt)
+    for control in ("\x1b", "\x07", "\u202e"):
+        assert control not in result.out + result.err
+    assert "\\u001b]0;PWNED\\u0007" in result.out
