@@ -21,8 +21,11 @@ nothing in it reaches past its end:
   or link definition), and a zero-width space breaks what GitHub would link by itself:
   `https://`, `www.`, and the references `#123`, `owner/repo#123` and `GH-123` (an
   address stays as written: a mail link reaches nobody);
-- headings: only the levels the reports write (`###`, `####`); any other `#` heading
-  and a setext underline (`===`, `---` under a line) are escaped to text.
+- headings: only the levels the reports write (`###`, `####`), at the start of a line;
+  any other heading (behind `>` or a list marker too) and a setext underline (`===`,
+  `---` under a line) are escaped to text;
+- references: a character reference (`&#x23;`, `&num;`) shows as written, so none can
+  spell a `#`, `@` or `-` that GitHub would link; in text and in HTML blocks alike.
 
 Stdlib only: the comment job installs nothing.
 """
@@ -62,8 +65,14 @@ _SELF_LINKING = re.compile(
 )
 # An ATX heading (its level in group 2) and a setext underline.
 _HEADING = re.compile(r"( {0,3})(#{1,6})(?=[ \t]|$)")
-_UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
+_UNDERLINE = re.compile(r"(?:=+|-+)[ \t]*")
 _HEADING_LEVELS = frozenset({3, 4})
+# What a line's blocks open with: indentation, `>`, a list marker (a heading or an
+# underline behind them is one too).
+_CONTAINERS = re.compile(r"(?:[ \t]|>|[-+*](?=[ \t])|[0-9]{1,9}[.)](?=[ \t]))*")
+# A character reference in text: GitHub decodes it before it looks for references and
+# links (`&#x23;1` is `#1`), so its `&` is escaped and the reference shows as written.
+_REFERENCE = re.compile(r"&(?=#[0-9]|#[xX][0-9A-Fa-f]|[A-Za-z][A-Za-z0-9]{0,31};)")
 
 
 def defuse_mentions(text: str) -> str:
@@ -153,6 +162,14 @@ def _text(text: str, state: _State, *, at_start: bool) -> str:
     text = _escape_tags(text, state, block=False, at_start=at_start)
     if "[" in text:
         text = _OPEN_BRACKET.sub(r"\1\\[", text)
+    return _unlinked(text)
+
+
+def _unlinked(text: str) -> str:
+    """Text where GitHub links nothing by itself: character references shown as written,
+    a zero-width space inside each URL scheme, `www.` and issue reference."""
+    if "&" in text:
+        text = _REFERENCE.sub("&amp;", text)
     return _SELF_LINKING.sub(ZERO_WIDTH_SPACE, text)
 
 
@@ -243,21 +260,26 @@ def _line(line: str, state: _State) -> str:
         elif _live_block_tag(line, 0, state) is not None:
             state.html_block = True
     if state.html_block:
-        return _escape_tags(line, state, block=True)
+        return _unlinked(_escape_tags(line, state, block=True))
     return "".join(_inline(cell, state, at_start=number == 0) for number, cell in enumerate(_cells(line)))
 
 
 def _heading_as_text(line: str) -> str:
-    """A heading of a level the reports never write (or a setext underline, which makes
-    the line above one) escaped to text."""
+    """A heading of a level the reports never write, any heading behind `>` or a list
+    marker (the reports write theirs at the start of a line), and a setext underline
+    (which makes the line above a heading): escaped to text."""
     heading = _HEADING.match(line)
-    if heading is not None and len(heading.group(2)) not in _HEADING_LEVELS:
-        cut = heading.end(1)
-    elif _UNDERLINE.fullmatch(line):
-        cut = len(line) - len(line.lstrip(" "))
-    else:
-        return line
-    return line[:cut] + "\\" + line[cut:]
+    if heading is not None:
+        return line if len(heading.group(2)) in _HEADING_LEVELS else _escape_at(line, heading.end(1))
+    cut = _CONTAINERS.match(line).end()  # type: ignore[union-attr]  # it matches the empty string too
+    rest = line[cut:]
+    if _UNDERLINE.fullmatch(rest) or (cut and _HEADING.match(rest) is not None):
+        return _escape_at(line, cut)
+    return line
+
+
+def _escape_at(line: str, at: int) -> str:
+    return line[:at] + "\\" + line[at:]
 
 
 def inert(markdown: str) -> str:

@@ -217,6 +217,32 @@ def test_a_setext_underline_cannot_make_the_line_above_a_heading(underline: str)
     assert "<h" not in html and "Check matrix: pass" in html
 
 
+@pytest.mark.parametrize(
+    "written", ["> # Forged", "- ## Forged", "1. ##### Forged", "> ### Forged", "> Forged\n> ==="]
+)
+def test_no_heading_behind_a_quote_or_a_list_marker(written: str) -> None:
+    html = html_of(inert(written + "\n"))
+    assert "<h" not in html and "Forged" in html, html
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["see &#x23;123", "see &#35;45", "see &num;6", "o/r&#x23;9", "GH&#x2d;7", "https&#58;//evil.example"],
+)
+def test_a_character_reference_cannot_spell_what_github_links(written: str) -> None:
+    """GitHub decodes a reference before it looks for issue references and URLs: the
+    reference is shown as written instead."""
+    html = html_of(inert(written + "\n"))
+    text = re.sub(r"<[^>]*>", "", html).replace("&amp;", "&").replace(ZERO_WIDTH_SPACE, "")
+    assert text.strip() == written
+
+
+def test_references_inside_an_html_block_are_broken_too() -> None:
+    shown = inert("<details>\n#123 o/r#9 GH-7 https://evil.example &#x23;5\n\n</details>\n")
+    line = shown.splitlines()[1]
+    assert not re.search(r"#[0-9]|GH-[0-9]|://|&#", line), line
+
+
 def test_the_headings_the_reports_write_stay_headings() -> None:
     html = html_of(inert("### Rollout plan\n\n#### `prod/x.yaml`\n"))
     assert "<h3>Rollout plan</h3>" in html and "<h4><code>prod/x.yaml</code></h4>" in html
