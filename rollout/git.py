@@ -196,9 +196,22 @@ def _one_line(text: str) -> str:
 
 
 def ls_tree(repo: Path, commit: str, paths: Sequence[str]) -> list[str]:
-    """Repository-relative paths of the files at `commit` under `paths` (recursive)."""
-    proc = run(repo, ["ls-tree", "-r", "--name-only", "-z", commit, "--", *paths])
-    return sorted(name for name in proc.stdout.split("\0") if name)
+    """Repository-relative paths of the files at `commit` under `paths` (recursive). A
+    submodule there is refused: its files are another repository's, which the working
+    tree's side would read and a commit's side could not."""
+    proc = run(repo, ["ls-tree", "-r", "-z", commit, "--", *paths])
+    names: list[str] = []
+    for entry in proc.stdout.split("\0"):
+        if not entry:
+            continue
+        info, _, name = entry.partition("\t")
+        if info.split(" ")[1:2] == ["commit"]:
+            raise UsageError(
+                f"{name!a} at {commit[:12]}: a git submodule; only this repository's files are read",
+                hint="diff the submodule in its own repository",
+            )
+        names.append(name)
+    return sorted(names)
 
 
 def head_commit(repo: Path) -> str | None:

@@ -121,6 +121,12 @@ def _worktree_files(repo: Path, paths: Sequence[str]) -> list[str]:
             for child in target.rglob("*"):
                 relative = child.relative_to(repo)
                 if ".git" in relative.parts or ".nox" in relative.parts:
+                    if child.name == ".git" and child.parent != repo:
+                        raise UsageError(
+                            f"{child.parent.relative_to(repo).as_posix()!a}: a git submodule or nested "
+                            "repository; only this repository's files are read",
+                            hint="diff it in its own repository",
+                        )
                     continue
                 if child.name.endswith(YAML_SUFFIXES) and not child.is_dir():
                     names.add(relative.as_posix())

@@ -178,3 +178,26 @@ def test_terminal_controls_in_values_and_names_are_shown_escaped(
     for control in ("\x1b", "\x07", "\x9b", "\u202e"):
         assert control not in out + err
     assert "\\u001b]0;PWNED\\u0007" in out
+
+
+@pytest.mark.parametrize("where", ["committed", "working tree"])
+def test_a_submodule_or_nested_repository_under_the_paths_is_refused_on_either_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """The working tree would read the submodule's checked-out files and a commit only
+    its pointer: the two sides of one commit would disagree."""
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "outer").mkdir()
+    inner = new_repo(tmp_path / "inner", {"sub.yaml": ONE}, origin=False)
+    repo = new_repo(tmp_path / "outer", {"prod/x.yaml": ONE}, origin=False)
+    monkeypatch.chdir(repo)
+    if where == "committed":
+        diff_git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "prod/sub")
+        diff_git(repo, "commit", "-qm", "sub")
+        args = ["diff", "--base", "HEAD~1", "--head", "HEAD"]
+    else:
+        diff_git(repo, "clone", "-q", str(inner), "prod/sub")
+        args = ["diff", "--base", "HEAD"]
+    assert main(args) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "'prod/sub'" in err and "only this repository's files are read" in err and err.count("\n") == 1
