@@ -205,6 +205,12 @@ def ls_tree(repo: Path, commit: str, paths: Sequence[str]) -> list[str]:
         if not entry:
             continue
         info, _, name = entry.partition("\t")
+        if info.startswith("120000 ") and name.endswith((".yaml", ".yml")):
+            # git holds a link's target path, which would be read as a one-line YAML file.
+            raise UsageError(
+                f"{name!a} at {commit[:12]}: a symbolic link, committed as the path it names",
+                hint="commit the file itself",
+            )
         if info.split(" ")[1:2] == ["commit"]:
             raise UsageError(
                 f"{name!a} at {commit[:12]}: a git submodule; only this repository's files are read",

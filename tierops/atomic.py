@@ -41,8 +41,9 @@ def _refuse_unsafe(path: Path, shown: str, *, parents: bool) -> bool:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         if not parents and not path.parent.is_dir():
+            missing = "is not a directory" if path.parent.exists() else "does not exist"
             raise UsageError(
-                f"no directory {path.parent} to write into",
+                f"no directory to write into: {path.parent} {missing}",
                 where=shown,
                 hint="create the directory first, or name a file in an existing one",
             ) from None

@@ -286,6 +286,7 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
     if remote is not None:
         git.check_remote(remote)  # before anything reaches git: `--upload-pack=...` is no remote
     git.check_ref(rev)
+    git.check_ref(branch)  # a `-x` branch would otherwise be suggested to `git fetch`
     refuse_shallow(repo)
     # The check runs in a worktree of the commit anyway; a dirty tree is refused because
     # whoever runs this believes they are releasing what they see, and they are not.

@@ -610,11 +610,11 @@ def test_a_markdown_target_that_cannot_be_written_is_one_line_and_touches_nothin
         )
     assert stat.S_ISFIFO(fifo.lstat().st_mode) and link.is_symlink()
     assert kept.read_text(encoding="utf-8") == "the user's own file\n"
-    for parent in (tmp_path / "no-such-dir", kept):  # missing, or a file where a directory must be
+    for parent, why in ((tmp_path / "no-such-dir", "does not exist"), (kept, "is not a directory")):
         code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, str(parent / "report.md")])
         assert (code, err.split(";")[0]) == (
             2,
-            f"{parent / 'report.md'}: no directory {parent} to write into",
+            f"{parent / 'report.md'}: no directory to write into: {parent} {why}",
         )
         assert "Traceback" not in err and err.count("\n") == 1
     assert not (tmp_path / "no-such-dir").exists()

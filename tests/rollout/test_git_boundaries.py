@@ -43,6 +43,14 @@ def test_a_remote_that_is_an_option_never_reaches_git(
     assert tagged_commits(world.a) == {}
 
 
+def test_a_release_branch_that_is_an_option_is_refused_before_any_hint_names_it(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["release", "tag", "--repo", str(world.a), "--no-verify", "--branch=-x"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err == "not a git ref: '-x' starts with '-', which git would read as an option\n"
+
+
 @pytest.mark.parametrize("value", ["--output=x", "-n", "", "a\nb", "main\x00"])
 def test_refs_and_remotes_that_git_would_misread_are_refused(value: str) -> None:
     with pytest.raises(UsageError, match="not a git ref"):
@@ -201,3 +209,16 @@ def test_a_submodule_or_nested_repository_under_the_paths_is_refused_on_either_s
     assert main(args) == ExitCode.USAGE
     err = capsys.readouterr().err
     assert "'prod/sub'" in err and "only this repository's files are read" in err and err.count("\n") == 1
+
+
+def test_a_committed_symbolic_link_is_named_as_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = new_repo(tmp_path, {"prod/x.yaml": ONE}, origin=False)
+    monkeypatch.chdir(repo)
+    (repo / "prod/y.yaml").symlink_to("x.yaml")
+    diff_git(repo, "add", "prod/y.yaml")
+    diff_git(repo, "commit", "-qm", "a link")
+    assert main(["diff", "--base", "HEAD~1", "--head", "HEAD"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("'prod/y.yaml' at ") and "a symbolic link, committed as the path it names" in err
