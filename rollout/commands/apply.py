@@ -46,9 +46,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--wait", type=float, default=2700.0, metavar="SECONDS", help="how long a verification waits (45 min)"
     )
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often a waiting verification reads the container again (default 2; engines load in minutes)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if not (args.poll > 0 and args.wait > 0):  # NaN too: a wait that never ends or never reads
+        raise UsageError(
+            f"--poll and --wait must be positive numbers of seconds (got {args.poll}, {args.wait})"
+        )
     token = os.environ.get(TOKEN_ENV, "")
     if not token:
         raise UsageError(
@@ -63,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     def report(line: str) -> None:
         print(line, flush=True)
 
-    applier = Applier(plan, hosts, journal, report, args.rollback_on_failure, args.wait)
+    applier = Applier(plan, hosts, journal, report, args.rollback_on_failure, args.wait, args.poll)
     return ExitCode.OK if applier.run() else ExitCode.FINDINGS
 
 

@@ -9,7 +9,6 @@ busy host is refused, and an applied plan run again does nothing.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import secrets
@@ -20,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from rollout.cli import main
-from rollout.commands import apply as apply_command
 from rollout.local_manager import Manager, parse_plan, serve
 from rollout.plan import deployer
 from rollout.plan.deploy import Applier, Host, Journal, load_plan, plan_digest, preview_mismatch
@@ -82,9 +80,6 @@ class World:
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     docker = daemon()
-    # `rollout apply` reads a verification every 2 s, for engines that load in minutes;
-    # these stand-ins answer within a second, so the CLI's verifications read every POLL s.
-    monkeypatch.setattr(apply_command, "Applier", functools.partial(Applier, poll=POLL))
     project = f"tierops-test-{secrets.token_hex(4)}"
     work = tmp_path / "work"
     work.mkdir()
@@ -129,7 +124,9 @@ def plan_to(
 def apply(
     world: World, plan: Path, capsys: pytest.CaptureFixture[str], *extra: str, wait: str = "20"
 ) -> tuple[int, str, str]:
-    code = main(["apply", str(plan), "--endpoints", str(world.endpoints), "--wait", wait, *extra])
+    code = main(
+        ["apply", str(plan), "--endpoints", str(world.endpoints), "--wait", wait, "--poll", str(POLL), *extra]
+    )
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -86,3 +86,14 @@ def test_a_journal_of_another_plan_is_refused_not_read(tmp_path: Path) -> None:
     plan.write_text(json.dumps({**PLAN, "tags": {**PLAN["tags"], "new": "v0.0.3"}}), encoding="utf-8")
     with pytest.raises(UsageError, match="is the journal of another plan"):
         Journal.open(tmp_path / "plan.json.journal", plan_digest(plan))
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--poll", "0"), ("--poll", "nan"), ("--wait", "-1")])
+def test_a_poll_or_wait_that_is_not_a_positive_number_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text("{}", encoding="utf-8")
+    code = main(["apply", str(path), "--endpoints", str(tmp_path / "hosts.yaml"), flag, value])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("--poll and --wait must be positive numbers of seconds")
