@@ -15,7 +15,10 @@ finding (rule id, line:col, the message with its subject) that check reports. He
 
 from __future__ import annotations
 
-import ast
+import importlib
+import inspect
+import pkgutil
+import re
 import sys
 from collections.abc import Generator
 from types import ModuleType
@@ -23,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.validators.conftest import ROOT, run_cli
+from tests.validators.conftest import run_cli
 from tests.validators.guard_cases import GUARDS, Guard
 from validators.context import Context, load_context
 from validators.findings import Finding
@@ -75,23 +78,19 @@ def test_the_guarded_families_are_the_ones_this_suite_knows() -> None:
 @pytest.mark.parametrize("family", GUARDED_FAMILIES)
 def test_every_function_yielding_findings_is_a_registered_check_or_a_helper(family: str) -> None:
     module = RULES[family]
-    assert isinstance(module, ModuleType) and module.__file__ is not None
-    # A rule is a module, or a package whose parts hold its checks.
-    name = module.__name__.rsplit(".", 1)[-1]
-    package = ROOT / "validators" / "rules" / name
-    files = (
-        sorted(package.glob("*.py")) if package.is_dir() else [ROOT / "validators" / "rules" / f"{name}.py"]
-    )
+    assert isinstance(module, ModuleType)
+    # A rule is a module, or a package whose parts hold its checks: the functions each
+    # defines (not imports) whose annotation says they yield findings.
+    names = [module.__name__]
+    if hasattr(module, "__path__"):
+        names += [f"{module.__name__}.{part.name}" for part in pkgutil.iter_modules(module.__path__)]
     yielding = {
-        node.name
-        for path in files
-        for node in ast.parse(path.read_text("utf-8")).body
-        if isinstance(node, ast.FunctionDef)
-        and node.returns is not None
-        and (
-            "Iterator[Finding]" in ast.unparse(node.returns)
-            or "Generator[Finding" in ast.unparse(node.returns)
-        )
+        name
+        for part in map(importlib.import_module, names)
+        for name, value in vars(part).items()
+        if inspect.isfunction(value)
+        and value.__module__ == part.__name__
+        and re.search(r"(Iterator|Generator)\[Finding", str(inspect.signature(value).return_annotation))
     }
     registered = {attr for fam, attr in CHECKS.values() if fam == family}
     assert yielding - {"check"} - HELPERS.get(family, frozenset()) == registered

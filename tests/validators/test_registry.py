@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import ast
+import importlib
+import pkgutil
 from pathlib import Path
 from types import ModuleType
 
@@ -14,37 +15,40 @@ PACKAGE = ROOT / "validators" / "rules"
 DOCS = ROOT / "docs" / "validators.md"
 
 
-def _declared_id(path: Path) -> str | None:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and [getattr(target, "id", None) for target in node.targets] == ["ID"]
-            and isinstance(node.value, ast.Constant)
-        ):
-            return str(node.value.value)
-    return None
+def _declared_id(name: str) -> str | None:
+    """The `ID` of a module of validators/, or None."""
+    declared = vars(importlib.import_module(name)).get("ID")
+    return declared if isinstance(declared, str) else None
 
 
 def _modules_declaring_an_id() -> dict[str, str]:
     """Rule modules by name: `validators/rules/<name>.py`, or a package `validators/rules/<name>/`
     whose `__init__.py` declares the id (its parts declare none)."""
     found: dict[str, str] = {}
-    for path in sorted(PACKAGE.glob("*.py")):
-        declared = _declared_id(path)
+    for info in pkgutil.iter_modules([str(PACKAGE)]):
+        declared = _declared_id(f"validators.rules.{info.name}")
         if declared is not None:
-            found[path.stem] = declared
-    for path in sorted(PACKAGE.glob("*/__init__.py")):
-        declared = _declared_id(path)
-        if declared is not None:
-            found[path.parent.name] = declared
+            found[info.name] = declared
     return found
 
 
-def test_the_parts_of_a_rule_package_declare_no_id_of_their_own() -> None:
-    parts = [path for path in sorted(PACKAGE.glob("*/*.py")) if path.name != "__init__.py"]
-    assert any(path.parent.name == "wiring" for path in parts)  # the package layout is seen
-    assert {str(path.relative_to(PACKAGE)): _declared_id(path) for path in parts if _declared_id(path)} == {}
+def _parts() -> list[str]:
+    """The modules inside rule packages (a package's parts)."""
+    return [
+        f"validators.rules.{package.name}.{part.name}"
+        for package in pkgutil.iter_modules([str(PACKAGE)])
+        if package.ispkg
+        for part in pkgutil.iter_modules([str(PACKAGE / package.name)])
+    ]
+
+
+def test_the_parts_of_a_rule_package_report_under_the_packages_id() -> None:
+    parts = _parts()
+    assert any(".wiring." in part for part in parts)  # the package layout is seen
+    for part in parts:
+        package = part.rsplit(".", 1)[0]
+        own = vars(importlib.import_module(part)).get("ID")
+        assert own in (None, _declared_id(package)), part
 
 
 def _module(rule: Rule) -> ModuleType:
@@ -59,7 +63,7 @@ def test_rule_ids_are_unique() -> None:
 
 def test_every_module_with_an_id_is_registered_under_it() -> None:
     declared = _modules_declaring_an_id()
-    assert _declared_id(ROOT / "validators" / "loader.py") == LOADER_ID
+    assert _declared_id("validators.loader") == LOADER_ID
     assert {_module(rule).__name__.rsplit(".", 1)[-1]: rule_id for rule_id, rule in RULES.items()} == declared
 
 
