@@ -106,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--rendered-dir",
         type=Path,
         default=RENDERED_DIR,
-        help="where each file's rendered JSON is kept, created when missing (default: build/rendered)",
+        help="where each file's rendered JSON is kept, created when missing (default: build/rendered; "
+        "only there are the renders of files that no longer exist removed)",
     )
     parser.add_argument(
         "--compose",
@@ -347,12 +348,14 @@ def _print_warnings(result: ConfigResult) -> None:
 
 
 def _drop_stale(rendered_dir: Path, files: Sequence[Path]) -> None:
-    """Remove renders of files that no longer exist (only after a whole-set run)."""
-    if not rendered_dir.is_dir():
+    """Remove renders of files that no longer exist (only after a whole-set run), and
+    only in the build tree's own directory: a directory the user names may hold JSON
+    files that are theirs (a schema, renovate.json), which are never deleted."""
+    if rendered_dir.resolve() != RENDERED_DIR.resolve() or not rendered_dir.is_dir():
         return
     current = {f"{file.stem}.json" for file in files}
     for path in rendered_dir.glob("*.json"):
-        if path.name not in current:
+        if path.name not in current and path.is_file() and not path.is_symlink():
             path.unlink()
 
 

@@ -353,3 +353,18 @@ def test_a_rendered_dir_that_is_not_a_directory_is_a_usage_error(
         "name a directory, or a new path to create\n"
     )
     assert kind == "fifo" or target.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_a_named_rendered_dir_keeps_json_files_that_are_not_renders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Removing the renders of deleted prod files is for the build tree's own directory: a
+    directory the user names may hold their own JSON (a schema), which must survive."""
+    rendered = tmp_path / "mine"
+    rendered.mkdir()
+    theirs = rendered / "check-matrix.schema.json"
+    theirs.write_text("{}\n", encoding="utf-8")
+    (rendered / "sub.json").mkdir()
+    code, _lines, err = _run(capsys, "--rendered-dir", str(rendered))
+    assert (code, err) == (0, "")
+    assert theirs.read_text(encoding="utf-8") == "{}\n" and (rendered / "sub.json").is_dir()
