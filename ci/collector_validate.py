@@ -26,6 +26,13 @@ to --json (default build/collector-validate.json), format 1:
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # Before the imports below: `launch` imports this module again under its signal
+    # handlers, so an interrupt during those imports ends with 130 and one line.
+    from tierops.entry import launch
+
+    launch("ci.collector_validate")
+
 import argparse
 import json
 import os
@@ -266,9 +273,3 @@ def _run(args: argparse.Namespace) -> int:
 
 def _escape(message: str) -> str:
     return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-if __name__ == "__main__":
-    from tierops.entry import launch
-
-    launch(main)

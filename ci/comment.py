@@ -28,6 +28,13 @@ API base URL.
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # Before the imports below: `launch` imports this module again under its signal
+    # handlers, so an interrupt during those imports ends with 130 and one line.
+    from tierops.entry import launch
+
+    launch("ci.comment")
+
 import argparse
 import json
 import os
@@ -417,9 +424,3 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"{posted.action} comment {posted.comment_id} on {where}")
     return ExitCode.OK
-
-
-if __name__ == "__main__":
-    from tierops.entry import launch
-
-    launch(main)

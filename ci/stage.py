@@ -16,6 +16,13 @@ only when both match its own; anything else is "not run", never "pass".
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # Before the imports below: `launch` imports this module again under its signal
+    # handlers, so an interrupt during those imports ends with 130 and one line.
+    from tierops.entry import launch
+
+    launch("ci.stage")
+
 import argparse
 import hashlib
 import json
@@ -134,9 +141,3 @@ def _write(build: Path, name: str, outcome: Outcome, run_id: str | None, digest:
         result["markdown_sha256"] = hashlib.sha256(data).hexdigest()
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     write_bytes_atomic(result_path(build, name), text.encode("utf-8"), parents=True)
-
-
-if __name__ == "__main__":
-    from tierops.entry import launch
-
-    launch(main)

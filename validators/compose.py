@@ -24,6 +24,13 @@ A failing case (the dummy for HUGGING_FACE_HUB_TOKEN deleted; compose only warns
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # Before the imports below: `launch` imports this module again under its signal
+    # handlers, so an interrupt during those imports ends with 130 and one line.
+    from tierops.entry import launch
+
+    launch("validators.compose")
+
 import argparse
 import contextlib
 import difflib
@@ -378,9 +385,3 @@ def annotation(problem: Problem) -> str:
 
 def _under_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-if __name__ == "__main__":
-    from tierops.entry import launch
-
-    launch(main)

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FLEET
 from tests.rollout.diffkit import GIT_ENV, git
 from tierops.exitcodes import ExitCode
@@ -103,29 +105,43 @@ def _start(tmp_path: Path, script: str, *args: str) -> tuple[subprocess.Popen[by
     return proc, marker
 
 
-# Pauses the import of rollout.cli (the command's start-up) until the test signals it.
+# Pauses the import of one of a command's modules (its start-up) until the test signals it.
 SLOW_START = """
 import importlib.abc, pathlib, runpy, sys, time
 marker = pathlib.Path(sys.argv[1])
+module, paused = sys.argv[2], sys.argv[3]
 class Slow(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name == "rollout.cli":
+        if name == paused:
             marker.write_text("importing")
             time.sleep(30)
         return None
 sys.meta_path.insert(0, Slow())
-sys.argv = ["rollout", "diff"]
-runpy.run_module("rollout", run_name="__main__")
+sys.argv = [module, *sys.argv[4:]]
+runpy.run_module(module, run_name="__main__")
 """
 
 
-def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path) -> None:
-    proc, _ = _start(tmp_path, SLOW_START)
-    proc.send_signal(signal.SIGINT)
+@pytest.mark.parametrize(
+    ("module", "paused", "args"),
+    [
+        ("rollout", "rollout.cli", ["diff"]),
+        ("validators.compose", "validators.interpolation", ["--which"]),
+        ("ci.comment", "ci.matrix_markdown", ["--help"]),
+        ("ci.stage", "ci.stages", ["--help"]),
+        ("ci.collector_validate", "tierops.composebin", ["--help"]),
+    ],
+)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_start_up_exits_130_or_143_with_one_line_and_no_traceback(
+    tmp_path: Path, module: str, paused: str, args: list[str], signum: int
+) -> None:
+    proc, _ = _start(tmp_path, SLOW_START, module, paused, *args)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == ExitCode.SIGINT
-    assert b"Traceback" not in stderr
-    assert stderr.decode().strip() == "interrupted"
+    sigint = signum == signal.SIGINT
+    assert proc.returncode == (ExitCode.SIGINT if sigint else ExitCode.SIGTERM)
+    assert stderr.decode().strip() == ("interrupted" if sigint else "terminated")
 
 
 # Pauses the generators' atomic write between the temporary file's write and its rename.
