@@ -169,15 +169,19 @@ def _json(data: bytes, name: str) -> Any:
     return value
 
 
+_MARKER_WORD = matrix_markdown.MARKER.removeprefix("<!--").removesuffix("-->").strip()
+_MARKER_WORD_BROKEN = _MARKER_WORD[:1] + "\u200b" + _MARKER_WORD[1:]
+
+
 def defuse(markdown: str) -> str:
     """Markdown from the artifact, made data (tierops/markdown_inert.py): no markup that
     reaches past it, no mention that notifies, never the marker (not even one nested in
     itself, which one removal would leave whole), and no control or format character (a
     terminal escape, a bidi override): each is shown as `\\uXXXX`."""
     text = visible(markdown.replace("\r\n", "\n").replace("\x00", ""))
-    while matrix_markdown.MARKER in text:
-        text = text.replace(matrix_markdown.MARKER, "")
-    return inert(text)
+    # The marker's word with a zero-width space inside: one pass, and no occurrence can
+    # form again across a replaced one (each holds the space), so no nesting survives it.
+    return inert(text.replace(_MARKER_WORD, _MARKER_WORD_BROKEN))
 
 
 def load_artifact(directory: Path, schema: Mapping[str, Any] | None = None) -> Artifact:

@@ -186,6 +186,16 @@ def test_a_marker_nested_in_itself_is_removed(tmp_path: Path) -> None:
     assert body.count(MARKER) == 1 and body.startswith(MARKER)
 
 
+def test_a_megabyte_of_markers_nested_in_themselves_is_defused_in_linear_time() -> None:
+    """One removal per nesting level was quadratic in the depth (twice the deadline on
+    this input); the run is a child with a deadline about ten times the linear time."""
+    half = len(MARKER) // 2
+    depth = (1 << 20) // len(MARKER)
+    text = MARKER[:half] * depth + MARKER + MARKER[half:] * depth
+    code = "import sys; from ci.comment import defuse; assert 'tierops-check-matrix' not in defuse(sys.stdin.read())"
+    subprocess.run([sys.executable, "-c", code], input=text, text=True, check=True, timeout=4, cwd=ROOT)
+
+
 # --------------------------------------------------------------------------- links and headings
 
 
