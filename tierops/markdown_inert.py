@@ -58,9 +58,10 @@ ZERO_WIDTH_SPACE = "\u200b"
 # A `[` after an even number of backslashes (none included): it opens a link or image.
 _OPEN_BRACKET = re.compile(r"(?<!\\)((?:\\\\)*)\[")
 # What GitHub links in text with no markup at all: a URL scheme, `www.` and an issue
-# reference; a zero-width space goes where it breaks the match.
+# reference, also spelled with backslash escapes (`GH\-1` renders as `GH-1` before GitHub
+# looks); a zero-width space goes where it breaks the match.
 _SELF_LINKING = re.compile(
-    r"(?<=:)(?=//)|(?<=www)(?<![A-Za-z0-9]www)(?=\.)|(?<=#)(?=[0-9])|(?<=GH-)(?=[0-9])",
+    r"(?<=:)(?=\\?/\\?/)|(?<=www)(?<![A-Za-z0-9]www)(?=\\?\.)|(?<=#)(?=[0-9])|(?<=GH)(?=\\?-[0-9])",
     re.IGNORECASE,
 )
 # An ATX heading (its level in group 2) and a setext underline.
@@ -271,6 +272,8 @@ def _heading_as_text(line: str) -> str:
     heading = _HEADING.match(line)
     if heading is not None:
         return line if len(heading.group(2)) in _HEADING_LEVELS else _escape_at(line, heading.end(1))
+    if _UNDERLINE.fullmatch(line.strip(" \t")):  # `- ` too: under a line, an underline
+        return _escape_at(line, len(line) - len(line.lstrip(" \t")))
     cut = _CONTAINERS.match(line).end()  # type: ignore[union-attr]  # it matches the empty string too
     rest = line[cut:]
     if _UNDERLINE.fullmatch(rest) or (cut and _HEADING.match(rest) is not None):

@@ -221,7 +221,7 @@ def test_a_heading_of_a_level_the_reports_never_write_is_text(level: int) -> Non
     assert "<h" not in html and "Check matrix: pass" in html
 
 
-@pytest.mark.parametrize("underline", ["===", "---", "  -"])
+@pytest.mark.parametrize("underline", ["===", "---", "  -", "- ", " -\t"])
 def test_a_setext_underline_cannot_make_the_line_above_a_heading(underline: str) -> None:
     html = html_of(inert(f"Check matrix: pass\n{underline}\n"))
     assert "<h" not in html and "Check matrix: pass" in html
@@ -245,6 +245,15 @@ def test_a_character_reference_cannot_spell_what_github_links(written: str) -> N
     html = html_of(inert(written + "\n"))
     text = re.sub(r"<[^>]*>", "", html).replace("&amp;", "&").replace(ZERO_WIDTH_SPACE, "")
     assert text.strip() == written
+
+
+@pytest.mark.parametrize(
+    "written", ["GH\\-123", "www\\.evil.example", "https:\\/\\/evil.example", "https:/\\/evil.example"]
+)
+def test_a_backslash_escape_cannot_spell_what_github_links(written: str) -> None:
+    """An escape is gone once rendered, and GitHub links the text after that."""
+    text = re.sub(r"<[^>]*>", "", html_of(inert(written + "\n")))
+    assert not re.search(r"GH-[0-9]|www\.|://", text), text
 
 
 def test_references_inside_an_html_block_are_broken_too() -> None:
