@@ -24,9 +24,9 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 # These mirror tierops.exitcodes; that module is not imported here so that an interrupt
 # during the first imports is already handled.
@@ -85,6 +85,27 @@ def visible(text: str) -> str:
 
 
 codecs.register_error(ESCAPE, _escape)
+
+
+class _Visible:
+    """A text stream that writes what it is given through `visible`."""
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        return self._target.write(visible(text))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._target, name)
+
+
+@contextlib.contextmanager
+def visible_output() -> Iterator[None]:
+    """stdout and stderr through `visible`, for a command whose every line may quote its
+    input (a file's name, a value in the Compose binary's own error)."""
+    with contextlib.redirect_stdout(_Visible(sys.stdout)), contextlib.redirect_stderr(_Visible(sys.stderr)):  # type: ignore[type-var]
+        yield
 
 
 def prepare_streams() -> None:

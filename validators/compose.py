@@ -55,6 +55,7 @@ from tierops.composebin import (
     find_compose,
     run_config_many,
 )
+from tierops.entry import visible_output
 from tierops.errors import InputError, UsageError
 from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlload import COMPOSE_ONLY_HELP, LoadError, YMap, compose_files, load_path
@@ -145,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(build_parser(), argv)
     if isinstance(args, int):
         return args
-    return guarded(lambda: _run_explained(args), tool="validators.compose")
+    with visible_output():  # file names and Compose's own lines quote the input
+        return guarded(lambda: _run_explained(args), tool="validators.compose")
 
 
 def _run_explained(args: argparse.Namespace) -> int:

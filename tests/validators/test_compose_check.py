@@ -368,3 +368,32 @@ def test_a_named_rendered_dir_keeps_json_files_that_are_not_renders(
     code, _lines, err = _run(capsys, "--rendered-dir", str(rendered))
     assert (code, err) == (0, "")
     assert theirs.read_text(encoding="utf-8") == "{}\n" and (rendered / "sub.json").is_dir()
+
+
+def test_a_file_name_and_composes_own_lines_reach_the_terminal_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The names a hook passes and the Compose binary's error lines quote the input: a
+    screen clear or a title-setting OSC in them is shown as `\\uXXXX`."""
+    named = tmp_path / "evil\x1b[2J\x1b]0;t\x07.yaml"
+    named.write_text("services:\n  a:\n    image: busybox\n", encoding="utf-8")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text('services:\n  a:\n    image: "${W\\e[2J:-x}"\n', encoding="utf-8")
+    env = tmp_path / "e.env"
+    env.write_text("X=dummy\n", encoding="utf-8")
+    code = main(
+        [
+            "--compose",
+            "pinned",
+            "--env-file",
+            str(env),
+            "--rendered-dir",
+            str(tmp_path / "r"),
+            str(named),
+            str(broken),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code in (1, 2)
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "evil\\u001b[2J\\u001b]0;t\\u0007.yaml" in out
