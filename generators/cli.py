@@ -187,6 +187,16 @@ def _list(targets: list[Target], packs: list[Pack], shown_dir: str) -> None:
 
 
 def _write(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_orphans: bool) -> int:
+    # Every target first: a refusal after some files were written would leave prod/ half
+    # regenerated. A symbolic link is refused wherever it leads (a write replaces it).
+    for filename in rendered:
+        path = prod_dir / filename
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            kind = "a symbolic link" if path.is_symlink() else "not a regular file"
+            raise UsageError(
+                f"{shown_dir}/{filename} is {kind}; nothing was written",
+                hint="replace it with the file itself (`git rm` it, then `nox -s generate`)",
+            )
     for filename, data in rendered.items():
         path = prod_dir / filename
         if path.is_file() and path.read_bytes() == data:

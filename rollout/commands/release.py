@@ -244,8 +244,8 @@ def _keep_record(directory: Path | None, tag: str, record: bytes | None) -> str:
 def _tag(repo: Path, args: argparse.Namespace) -> int:
     remote: str | None = args.remote or ("origin" if args.push else None)
     command = None if args.no_verify else verify.verify_command(args.verify_command, os.environ)
-    _records_dir(args.records)
     plan = tags.plan(repo, args.commit, branch=args.branch, remote=remote, push=args.push)
+    _records_dir(args.records)  # after the plan's refusals (a dirty tree), before any tag
     for ignored in plan.ignored:
         print(f"note: {ignored.shown} on {(ignored.commit or '')[:12]} ignored: {ignored.reason}")
     if plan.already:

@@ -85,3 +85,19 @@ def test_a_missing_directory_is_created_only_when_the_caller_owns_the_tree(tmp_p
     assert not named.parent.exists()
     write_bytes_atomic(named, b"x\n", parents=True)
     assert named.read_bytes() == b"x\n"
+
+
+def test_a_prod_file_that_is_a_link_stops_the_write_before_any_file_is_written(
+    prod_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = sorted(prod_copy.glob("*.yaml"))
+    outside = tmp_path / "elsewhere.yaml"
+    outside.write_bytes(files[0].read_bytes())
+    files[0].unlink()
+    files[0].symlink_to(outside)
+    stale = files[-1]
+    stale.write_bytes(stale.read_bytes() + b"# stale\n")  # a file --write would rewrite
+    assert main(["--write", "--prod-dir", str(prod_copy)]) == 2
+    err = capsys.readouterr().err
+    assert f"{files[0].name} is a symbolic link; nothing was written" in err
+    assert stale.read_bytes().endswith(b"# stale\n") and files[0].is_symlink()
