@@ -20,6 +20,7 @@ from rollout.diff.changes import ABSENT, Change, ChangeSet, FileChange, Key, Ser
 from rollout.diff.masking import Masker
 from rollout.diff.secret_values import fingerprint, mask_text, secret_fragments, secret_key
 from tierops.entry import visible
+from tierops.errors import UsageError
 from tierops.yamlload import MAX_BYTES
 
 _ACTIVE: ContextVar[Masker | None] = ContextVar("rollout_masker", default=None)
@@ -81,6 +82,8 @@ def write_masked(path: Path, text: str) -> None:
     masker = _ACTIVE.get()
     if masker is None:
         raise RuntimeError("write_masked outside the masking boundary")
+    if str(path) == "-":  # read as stdout by most tools, a file named `-` here
+        raise UsageError("--markdown-to - names no file", hint="print the report with --format markdown")
     from tierops.atomic import write_bytes_atomic  # here: its tempfile is only for a run that writes
 
     write_bytes_atomic(path, visible(masker.mask(text)).encode("utf-8"))

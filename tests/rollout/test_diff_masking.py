@@ -619,6 +619,9 @@ def test_a_markdown_target_that_cannot_be_written_is_one_line_and_touches_nothin
         assert "Traceback" not in err and err.count("\n") == 1
     assert not (tmp_path / "no-such-dir").exists()
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    code, _out, err = run_cli(monkeypatch, capsys, repo, [*args, "-"])
+    assert (code, err) == (2, "--markdown-to - names no file; print the report with --format markdown\n")
+    assert not (repo / "-").exists()
 
 
 def _walked_mappings(masker: object, monkeypatch: pytest.MonkeyPatch) -> list[object]:
