@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from tierops.entry import Terminated, silence_stdout
+from tierops.entry import Terminated, silence_stdout, visible
 from tierops.errors import TieropsError
 from tierops.exitcodes import ExitCode
 
@@ -42,7 +42,7 @@ def guarded(work: Callable[[], int], *, tool: str, stderr: TextIO | None = None)
     try:
         return work()
     except TieropsError as error:
-        print(str(error), file=err)
+        print(visible(str(error)), file=err)  # it may quote a path or value as typed
         return int(error.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=err)

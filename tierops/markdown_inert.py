@@ -70,6 +70,8 @@ _UNDERLINE = re.compile(r"(?:=+|-+)[ \t]*")
 _HEADING_LEVELS = frozenset({3, 4})
 # What a line's blocks open with: indentation, `>`, a list marker (a heading or an
 # underline behind them is one too).
+# A block quote's markers alone (an underline behind them underlines the quoted line).
+_QUOTES = re.compile(r"[ \t>]*")
 _CONTAINERS = re.compile(r"(?:[ \t]|>|[-+*](?=[ \t])|[0-9]{1,9}[.)](?=[ \t]))*")
 # A character reference in text: GitHub decodes it before it looks for references and
 # links (`&#x23;1` is `#1`), so its `&` is escaped and the reference shows as written.
@@ -272,8 +274,9 @@ def _heading_as_text(line: str) -> str:
     heading = _HEADING.match(line)
     if heading is not None:
         return line if len(heading.group(2)) in _HEADING_LEVELS else _escape_at(line, heading.end(1))
-    if _UNDERLINE.fullmatch(line.strip(" \t")):  # `- ` too: under a line, an underline
-        return _escape_at(line, len(line) - len(line.lstrip(" \t")))
+    quoted = _QUOTES.match(line).end()  # type: ignore[union-attr]  # it matches the empty string too
+    if _UNDERLINE.fullmatch(line[quoted:].strip(" \t")):  # `- ` too: under a line, an underline
+        return _escape_at(line, quoted + len(line[quoted:]) - len(line[quoted:].lstrip(" \t")))
     cut = _CONTAINERS.match(line).end()  # type: ignore[union-attr]  # it matches the empty string too
     rest = line[cut:]
     if _UNDERLINE.fullmatch(rest) or (cut and _HEADING.match(rest) is not None):

@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         out.write(visible(formats.FORMATTERS[name](report.findings)))
         for problem in report.unreadable:
-            err.write(f"error: {problem}\n")
+            err.write(visible(f"error: {problem}\n"))
         (err if name in formats.DOCUMENTS else out).write(summary + "\n")
         out.flush()
     except BrokenPipeError:

@@ -73,6 +73,7 @@ from validators.interpolation import (
 
 PROD_DIR = layout.prod_dir()
 RENDERED_DIR = layout.build_dir() / "rendered"
+RENDER_MAX_BYTES = 16 << 20  # a render larger than this is not one of ours
 RULE_RENDER = "compose-config"
 
 DESCRIPTION = """\
@@ -114,8 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--rendered-dir",
         type=Path,
         default=RENDERED_DIR,
-        help="where each file's rendered JSON is kept, created when missing (default: build/rendered; "
-        "only there are the renders of files that no longer exist removed)",
+        help="where each file's rendered JSON is kept as DIR/<stem>.json, created when missing "
+        "(default: build/rendered; only there are outdated renders removed)",
     )
     parser.add_argument(
         "--compose",
@@ -303,8 +304,10 @@ def _report_render(scan: FileScan, result: ConfigResult, rendered_dir: Path) -> 
         )
         _print_warnings(result)
         return []
-    # Never leave a render of an older version of the file where later checks read it.
-    target.unlink(missing_ok=True)
+    # Never leave a render of an older version of the file where later checks read it
+    # (a render: a directory the user names may hold a JSON file of theirs by that name).
+    if _is_render(target):
+        target.unlink()
     error = result.error_line()
     print(f"FAILED   {scan.shown}: {error}")
     # The rest of a multi-line error (compose quotes the bad template on its own lines).
@@ -356,11 +359,29 @@ def _print_warnings(result: ConfigResult) -> None:
         print(f"         compose warning: {warning}{times}")
 
 
+def _is_render(path: Path) -> bool:
+    """Whether `path` is a regular file holding what `docker compose config` writes (a
+    JSON object with `services`), and so ours to replace or remove."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as handle:
+            data = json.loads(handle.read(RENDER_MAX_BYTES))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "services" in data
+
+
+def _owned(rendered_dir: Path) -> bool:
+    """Whether `rendered_dir` is the build tree's own, where this command may delete."""
+    return rendered_dir.resolve() == RENDERED_DIR.resolve()
+
+
 def _drop_stale(rendered_dir: Path, files: Sequence[Path]) -> None:
     """Remove renders of files that no longer exist (only after a whole-set run), and
     only in the build tree's own directory: a directory the user names may hold JSON
     files that are theirs (a schema, renovate.json), which are never deleted."""
-    if rendered_dir.resolve() != RENDERED_DIR.resolve() or not rendered_dir.is_dir():
+    if not _owned(rendered_dir) or not rendered_dir.is_dir():
         return
     current = {f"{file.stem}.json" for file in files}
     for path in rendered_dir.glob("*.json"):

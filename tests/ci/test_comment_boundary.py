@@ -228,7 +228,19 @@ def test_a_setext_underline_cannot_make_the_line_above_a_heading(underline: str)
 
 
 @pytest.mark.parametrize(
-    "written", ["> # Forged", "- ## Forged", "1. ##### Forged", "> ### Forged", "> Forged\n> ==="]
+    "written",
+    [
+        "> # Forged",
+        "- ## Forged",
+        "1. ##### Forged",
+        "> ### Forged",
+        "> Forged\n> ===",
+        "> Forged\n> - ",
+        ">Forged\n>-\t",
+        "- > Forged\n  > - ",
+        "> - Forged\n>   - ",
+        "> Forged\nlazy\n> - ",
+    ],
 )
 def test_no_heading_behind_a_quote_or_a_list_marker(written: str) -> None:
     html = html_of(inert(written + "\n"))

@@ -222,3 +222,14 @@ def test_a_committed_symbolic_link_is_named_as_one(
     assert main(["diff", "--base", "HEAD~1", "--head", "HEAD"]) == ExitCode.USAGE
     err = capsys.readouterr().err
     assert err.startswith("'prod/y.yaml' at ") and "a symbolic link, committed as the path it names" in err
+
+
+@pytest.mark.parametrize("command", ["diff", "plan"])
+def test_a_path_typed_with_terminal_controls_is_quoted_escaped_in_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    repo = new_repo(tmp_path, {"prod/x.yaml": ONE}, origin=False)
+    monkeypatch.chdir(repo)
+    assert main([command, "--base", "HEAD", "prod/m\x1b[31m\u202e.yaml"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err and "prod/m\\u001b[31m\\u202e.yaml" in err

@@ -109,7 +109,7 @@ def test_a_missing_required_value_fails_compose_itself(
     rendered = tmp_path / "r"
     rendered.mkdir()
     stale = rendered / "GLM-5.3-Flash-SGL-TP4-W4AFP8.json"
-    stale.write_text("{}\n", encoding="utf-8")
+    stale.write_text('{"name": "x", "services": {}}\n', encoding="utf-8")  # an older render
     code, lines, _err = _run(capsys, "--env-file", str(env), "--rendered-dir", str(rendered), BASE)
     assert code == 1
     assert lines[2] == (
@@ -397,3 +397,19 @@ def test_a_file_name_and_composes_own_lines_reach_the_terminal_escaped(
     assert code in (1, 2)
     assert "\x1b" not in out + err and "\x07" not in out + err
     assert "evil\\u001b[2J\\u001b]0;t\\u0007.yaml" in out
+
+
+def test_a_failed_render_never_deletes_a_file_in_a_named_rendered_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rendered = tmp_path / "mine"
+    rendered.mkdir()
+    theirs = rendered / "schema.json"
+    theirs.write_text('{"mine": true}\n', encoding="utf-8")
+    broken = tmp_path / "schema.yaml"
+    broken.write_text(
+        "services:\n  web:\n    image: busybox\n    enviroment:\n      A: b\n", encoding="utf-8"
+    )
+    code, _lines, _err = _run(capsys, "--rendered-dir", str(rendered), str(broken))
+    assert code == 1
+    assert theirs.read_text(encoding="utf-8") == '{"mine": true}\n'
