@@ -298,6 +298,12 @@ def _report_render(scan: FileScan, result: ConfigResult, rendered_dir: Path) -> 
     names = len({ref.name for ref in scan.references})
     if result.ok:
         data = result.stdout if result.stdout.endswith("\n") else result.stdout + "\n"
+        if not _owned(rendered_dir) and target.exists() and not _is_render(target):
+            raise UsageError(
+                "exists and is not a render; nothing was written there",
+                where=str(target),
+                hint="name another --rendered-dir, or move the file",
+            )
         write_bytes_atomic(target, data.encode("utf-8"), parents=True)
         print(
             f"ok       {scan.shown}: {names} variables ({required} required), {result.seconds:.2f} s -> {layout.shown(target)}"

@@ -413,3 +413,17 @@ def test_a_failed_render_never_deletes_a_file_in_a_named_rendered_dir(
     code, _lines, _err = _run(capsys, "--rendered-dir", str(rendered), str(broken))
     assert code == 1
     assert theirs.read_text(encoding="utf-8") == '{"mine": true}\n'
+
+
+def test_a_render_never_replaces_a_users_json_of_the_same_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rendered = tmp_path / "mine"
+    rendered.mkdir()
+    theirs = rendered / "renovate.json"
+    theirs.write_text('{"extends": []}\n', encoding="utf-8")
+    named = tmp_path / "renovate.yaml"
+    named.write_text("services:\n  web:\n    image: busybox\n", encoding="utf-8")
+    code, _lines, err = _run(capsys, "--rendered-dir", str(rendered), str(named))
+    assert code == 2 and err.startswith(f"{theirs}: exists and is not a render")
+    assert theirs.read_text(encoding="utf-8") == '{"extends": []}\n'
