@@ -44,10 +44,11 @@ _INLINE_TAG = "<br>"
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _FENCE_OPEN = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
-# A fence behind container prefixes (indentation, `>`, a list marker): escaped, so that
-# every fence in the text is a top-level one, whose closing is certain.
-_NESTED_FENCE = re.compile(r"^((?:[ \t]|>|[-+*](?=[ \t])|[0-9]{1,9}[.)](?=[ \t]))+)(`{3}|~{3})")
-_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+# One container prefix of a line: indentation, `>`, a list marker.
+_CONTAINER = r"(?:[ \t]|>|[-+*](?=[ \t])|[0-9]{1,9}[.)](?=[ \t]))"
+# A fence behind container prefixes: escaped, so that every fence in the text is a
+# top-level one, whose closing is certain.
+_NESTED_FENCE = re.compile(rf"^({_CONTAINER}+)(`{{3}}|~{{3}})")
 # `@` in every spelling GitHub turns into one (a character reference is decoded first),
 # when no ASCII letter or digit comes before it: that is when GitHub links it. `_` does
 # not protect it (`_@name_` is emphasis around a bare `@name`), nor does a character
@@ -68,11 +69,10 @@ _SELF_LINKING = re.compile(
 _HEADING = re.compile(r"( {0,3})(#{1,6})(?=[ \t]|$)")
 _UNDERLINE = re.compile(r"(?:=+|-+)[ \t]*")
 _HEADING_LEVELS = frozenset({3, 4})
-# What a line's blocks open with: indentation, `>`, a list marker (a heading or an
-# underline behind them is one too).
 # A block quote's markers alone (an underline behind them underlines the quoted line).
 _QUOTES = re.compile(r"[ \t>]*")
-_CONTAINERS = re.compile(r"(?:[ \t]|>|[-+*](?=[ \t])|[0-9]{1,9}[.)](?=[ \t]))*")
+# What a line's blocks open with (a heading or an underline behind them is one too).
+_CONTAINERS = re.compile(f"{_CONTAINER}*")
 # A character reference in text: GitHub decodes it before it looks for references and
 # links (`&#x23;1` is `#1`), so its `&` is escaped and the reference shows as written.
 _REFERENCE = re.compile(r"&(?=#[0-9]|#[xX][0-9A-Fa-f]|[A-Za-z][A-Za-z0-9]{0,31};)")

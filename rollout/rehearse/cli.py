@@ -94,7 +94,7 @@ def read_env(path: Path) -> dict[str, str]:
         raise InputError(
             f"{first.message}{more}",
             where=f"{first.path}:{first.line}:{first.col}",
-            hint="`python -m validators` lists them all",
+            hint=f"`python -m validators.compose --env-file {path}` lists them all",
         )
     return {value.name: value.value for value in env.values}
 
