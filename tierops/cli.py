@@ -10,6 +10,8 @@ only with TIEROPS_DEBUG=1, so users never see one for bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -30,9 +32,15 @@ def prog(module_form: str) -> str:
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
     """Parse arguments; argparse's own exit (usage error or --help) becomes an exit code."""
+    # argparse swallows a write error, so `--help | head` would exit 0: the help is
+    # caught here and written by us, where a closed pipe raises and becomes 141.
+    text = io.StringIO()
     try:
-        return parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed --help or a one-line usage error
+        with contextlib.redirect_stdout(text):
+            return parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed --help (to `text`) or a one-line usage error
+        sys.stdout.write(text.getvalue())
+        sys.stdout.flush()
         return ExitCode.OK if exc.code in (0, None) else ExitCode.USAGE
 
 

@@ -70,14 +70,23 @@ def test_diff_writes_in_any_locale_escaping_what_it_cannot_encode(tmp_path: Path
     assert "café ☕ 😀" in json.dumps(json.loads(json_run.stdout.decode("iso-8859-1")), ensure_ascii=False)
 
 
-def test_a_closed_pipe_ends_the_run_quietly_with_141() -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["validators.compose", "--list-variables", "--compose", "pinned"],
+        # argparse itself swallows a write error; the help still ends with 141.
+        ["rollout", "diff", "--help"],
+    ],
+)
+def test_a_closed_pipe_ends_the_run_quietly_with_141(argv: list[str]) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first write: every write fails
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "validators.compose", "--list-variables", "--compose", "pinned"],
+            [sys.executable, "-m", *argv],
             cwd=ROOT,
-            env=_env(),
+            # Unbuffered, as CI often runs: argparse's own write meets the closed pipe.
+            env=_env(PYTHONUNBUFFERED="1"),
             stdout=write_end,
             stderr=subprocess.PIPE,
             check=False,
