@@ -70,8 +70,21 @@ def _units(text: str) -> str:
     return "".join(f"\\u{units[i] << 8 | units[i + 1]:04x}" for i in range(0, len(units), 2))
 
 
-# Every character but a line break, a tab and printable ASCII is looked at.
-_LOOKED_AT = re.compile(r"[^\n\t -~]")
+# Every run of characters but line breaks, tabs and printable ASCII is looked at.
+_LOOKED_AT = re.compile(r"[^\n\t -~]+")
+# The C0 and C1 controls, escaped by one `str.translate` of a run (a megabyte of carriage
+# returns in a hostile file is one call, not a million).
+_CONTROLS = {code: _units(chr(code)) for code in (*range(0x20), *range(0x7F, 0xA0)) if code not in (9, 10)}
+
+
+def _shown(found: re.Match[str]) -> str:
+    run = found.group()
+    if run.isprintable():
+        return run
+    run = run.translate(_CONTROLS)
+    if run.isprintable():
+        return run
+    return "".join(char if char.isprintable() else _units(char) for char in run)
 
 
 def visible(text: str) -> str:
@@ -79,9 +92,7 @@ def visible(text: str) -> str:
     (a terminal escape, a carriage return, a C1 control, a bidi override, a zero-width
     space) but line breaks and tabs is written as `\\uXXXX`, which reads the same in text
     and stands for the same character inside a JSON string."""
-    return _LOOKED_AT.sub(
-        lambda found: found.group() if found.group().isprintable() else _units(found.group()), text
-    )
+    return _LOOKED_AT.sub(_shown, text)
 
 
 codecs.register_error(ESCAPE, _escape)
