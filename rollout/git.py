@@ -16,13 +16,6 @@ from pathlib import Path
 from tierops.errors import TieropsError, UsageError
 
 
-def printable(text: str) -> str:
-    """Text from git (a subject, an author, a tag's name or its tag header) as one safe
-    line: a control or format character (a terminal escape, a bidi override that would
-    reorder the line around it) is shown as `?`, never sent to the terminal."""
-    return "".join(char if char.isprintable() else "?" for char in text)
-
-
 class GitError(TieropsError):
     """git refused or failed; the message carries git's own one-line reason."""
 

@@ -29,6 +29,7 @@ from rollout.diff.describe import describe
 from rollout.diff.forms import load_documents
 from rollout.plan.variables import new_variables
 from rollout.release.history import Change, History
+from tierops.entry import visible
 from tierops.errors import InputError
 
 MAX_CHANGES = 3  # changes named per service; the rest are counted
@@ -63,7 +64,7 @@ def commits(repo: Path, ids: Sequence[str]) -> dict[str, Commit]:
     found: dict[str, Commit] = {}
     for start in range(0, len(fields) - 2, 3):
         commit, author, subject = fields[start : start + 3]
-        found[commit.strip()] = Commit(git.printable(subject), git.printable(author))
+        found[commit.strip()] = Commit(visible(subject), visible(author))
     return found
 
 

@@ -25,6 +25,7 @@ from rollout.release.record import (
     parsed_message,
     tag_number,
 )
+from tierops.entry import visible
 from tierops.errors import RefusedError, UsageError
 
 
@@ -60,7 +61,7 @@ class IgnoredTag:
     @property
     def shown(self) -> str:
         """The name as a report prints it: a ref name may hold a bidi override."""
-        return git.printable(self.name)
+        return visible(self.name)
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ def _shape_problem(name: str, kind: str, target_kind: str, tag_field: str) -> st
         return "it does not point at a commit"
     if tag_field != name:
         # A tag object copied under another name would lend its record to that name.
-        return f"its tag object is named {git.printable(tag_field) or '(nothing)'}, not {git.printable(name)}"
+        return f"its tag object is named {visible(tag_field) or '(nothing)'}, not {visible(name)}"
     return None
 
 

@@ -174,7 +174,7 @@ def test_a_subject_with_a_terminal_escape_is_shown_inert(
 
     out = capsys.readouterr().out
     assert "\x1b" not in out
-    assert shown(out)[0].subject == "engine: ?[31mred?[0m"
+    assert shown(out)[0].subject == "engine: \\u001b[31mred\\u001b[0m"
 
 
 def test_a_file_the_diff_cannot_read_keeps_its_tag_listed_and_says_why(

@@ -337,7 +337,7 @@ def test_a_tag_header_or_name_with_terminal_controls_is_printed_inert(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A tag object's `tag` header is free text: an escape sequence or a bidi override
-    in it (or a bidi override in the ref's own name) reaches the report as `?`."""
+    in it (or a bidi override in the ref's own name) reaches the report as `\\uXXXX`."""
     tag_now(world, monkeypatch, T0)
     head = world.commit(world.a, "two", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
     body = (
@@ -364,8 +364,8 @@ def test_a_tag_header_or_name_with_terminal_controls_is_printed_inert(
 
     notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
     assert sorted(notes) == [
-        "note: v0.0.3 ignored: its tag object is named v0.0.2?]8;;x??, not v0.0.3",
-        "note: v0.0.4? ignored: not a release name: releases are exactly v0.0.N (no suffix such as -rc, "
+        "note: v0.0.3 ignored: its tag object is named v0.0.2\\u001b]8;;x\\u0007\\u202e, not v0.0.3",
+        "note: v0.0.4\\u202e ignored: not a release name: releases are exactly v0.0.N (no suffix such as -rc, "
         "no leading zero)",
     ]
 
