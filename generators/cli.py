@@ -16,7 +16,7 @@ from generators.render import REGENERATE, render_all, render_pack
 from generators.source import GenerationRefused, Source, Target, load_source
 from generators.targets import Stack, discover, load_targets, orphan_sources
 from tierops import layout
-from tierops.atomic import write_bytes_atomic
+from tierops.atomic import check_target, write_bytes_atomic
 from tierops.cli import guarded, parse, prog
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
@@ -190,13 +190,8 @@ def _write(rendered: dict[str, bytes], prod_dir: Path, shown_dir: str, *, check_
     # Every target first: a refusal after some files were written would leave prod/ half
     # regenerated. A symbolic link is refused wherever it leads (a write replaces it).
     for filename in rendered:
-        path = prod_dir / filename
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            kind = "a symbolic link" if path.is_symlink() else "not a regular file"
-            raise UsageError(
-                f"{shown_dir}/{filename} is {kind}; nothing was written",
-                hint="replace it with the file itself (`git rm` it, then `nox -s generate`)",
-            )
+        hint = "replace it with the file itself (`git rm` it, then `nox -s generate`)"
+        check_target(prod_dir / filename, f"{shown_dir}/{filename}", parents=True, hint=hint)
     for filename, data in rendered.items():
         path = prod_dir / filename
         if path.is_file() and path.read_bytes() == data:

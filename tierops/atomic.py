@@ -35,8 +35,12 @@ _KINDS = (
 )
 
 
-def _refuse_unsafe(path: Path, shown: str, *, parents: bool) -> bool:
-    """Whether the target exists (as a regular file); refuses every other kind."""
+def check_target(
+    path: Path, shown: str, *, parents: bool = False, hint: str = "name a regular file or a new path"
+) -> bool:
+    """Whether the target exists (as a regular file); UsageError (exit 2) for every other
+    kind, and for a missing directory unless `parents` creates it. A writer of several
+    files calls it on each before writing any."""
     try:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -56,7 +60,7 @@ def _refuse_unsafe(path: Path, shown: str, *, parents: bool) -> bool:
     raise UsageError(
         f"exists and is {kind}; writing replaces the target, so nothing was written",
         where=shown,
-        hint="name a regular file or a new path",
+        hint=hint,
     )
 
 
@@ -67,7 +71,7 @@ def write_bytes_atomic(
     not a regular file or a missing directory, OutputError (exit 3) when the machine
     fails the write; `shown` is the path as messages name it."""
     name = shown or str(path)
-    existed = _refuse_unsafe(path, name, parents=parents)
+    existed = check_target(path, name, parents=parents)
     # The name is chosen before the file exists, so an interrupt at any point after
     # `tmp` is bound (even between the file's creation and the next line) finds it to
     # remove; mkstemp would create the file before its name reached us.

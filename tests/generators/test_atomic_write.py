@@ -99,5 +99,8 @@ def test_a_prod_file_that_is_a_link_stops_the_write_before_any_file_is_written(
     stale.write_bytes(stale.read_bytes() + b"# stale\n")  # a file --write would rewrite
     assert main(["--write", "--prod-dir", str(prod_copy)]) == 2
     err = capsys.readouterr().err
-    assert f"{files[0].name} is a symbolic link; nothing was written" in err
+    assert (
+        f"{files[0].name}: exists and is a symbolic link; writing replaces the target, so nothing was written"
+        in err
+    )
     assert stale.read_bytes().endswith(b"# stale\n") and files[0].is_symlink()
