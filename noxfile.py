@@ -304,14 +304,6 @@ def collector(session: nox.Session) -> None:
     stage(session, "collector", "python", "-m", "ci.collector_validate", *session.posargs)
 
 
-@nox.session(name="ci-report", default=False)
-def ci_report(session: nox.Session) -> None:
-    """For GitHub Actions: the diff and plan in the step summary (locally: printed)."""
-    install(session, "runtime")
-    compile_project(session)
-    session.run("python", "-m", "ci.github_report")
-
-
 @nox.session(allow_parallel=True)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the packages, their tests and this noxfile ([tool.mypy] files)."""

@@ -227,14 +227,12 @@ def test_caches_are_keyed_by_os_and_python_and_uv_s_cache_is_one_of_them() -> No
 
 
 def test_annotations_and_the_summary_each_come_from_one_place() -> None:
-    """validate annotates (`--format auto`); the report and the git hook never do; only the report writes the summary."""
+    """validate annotates (`--format auto`), the git hook never does; the workflow's matrix step alone writes the summary."""
     noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     assert noxfile.count('"python", "-m", "validators"') == 1
     # the stage asks for JSON and prints it as `--format auto` would (ci/stages.py)
     assert '"validate": ("python", "-m", "validators", "--format", "json"),' in noxfile
     assert 'stage(session, "validate")' in noxfile
-    report = (ROOT / "ci" / "github_report.py").read_text(encoding="utf-8")
-    assert '"validators"' not in report and "::error" not in report
     assert _hooks()["validators"]["entry"] == "python -m validators --format text"
     writers = [
         path.relative_to(ROOT).as_posix()
@@ -242,8 +240,7 @@ def test_annotations_and_the_summary_each_come_from_one_place() -> None:
         for path in sorted((ROOT / package).rglob("*.py"))
         if re.search(r"environ(\.get\(|\[)\"GITHUB_STEP_SUMMARY\"", path.read_text(encoding="utf-8"))
     ]
-    assert writers == ["ci/github_report.py"]  # a local tool now: no workflow step runs it
-    assert "ci-report" not in WORKFLOW.read_text(encoding="utf-8")
+    assert writers == []
     summary = [step.get("name") for _, _, step in _all_steps() if "GITHUB_STEP_SUMMARY" in str(step)]
     assert summary == ["Check matrix (record and step summary)"]  # the matrix, written once
 
