@@ -49,8 +49,8 @@ def size(text: str) -> int:
 
 def plain(text: object, limit: int = 120) -> str:
     """Tool-supplied text as one line of a plain character set, bounded. Still text that
-    GitHub reads (`_x_`, `~~x~~`, `https://...`, `:name:`): shown in Markdown only as
-    `literal`, or where the schema already allows nothing more (a stage's name)."""
+    GitHub reads (`_x_`, `~~x~~`, `https://...`, `:name:`, `gh-1`): shown in Markdown
+    only as `literal`."""
     flat = _UNSAFE.sub("?", " ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
@@ -88,7 +88,7 @@ def table(record: Mapping[str, Any], max_rows: int | None = None) -> tuple[str, 
     stages = list(record.get("stages") or ())
     files = list(record.get("files") or ())
     shown_files = files if max_rows is None else files[:max_rows]
-    lines = [_row(["prod file", *(plain(stage.get("name"), 32) for stage in stages)])]
+    lines = [_row(["prod file", *(literal(stage.get("name"), 32) for stage in stages)])]
     lines.append("|" + "---|" * (len(stages) + 1) + "\n")
     for path in shown_files:
         cells = []
@@ -113,9 +113,9 @@ def notes(record: Mapping[str, Any]) -> str:
     errors: dict[str, list[str]] = {}
     for stage in record.get("stages") or ():
         if stage.get("verdict") in ("fail", "error") and stage.get("note"):
-            errors.setdefault(literal(stage["note"]), []).append(plain(stage.get("name"), 32))
+            errors.setdefault(literal(stage["note"]), []).append(literal(stage.get("name"), 32))
     for stage in record.get("stages") or ():
-        name = plain(stage.get("name"), 32)
+        name = literal(stage.get("name"), 32)
         verdict = stage.get("verdict")
         said = literal(stage["note"]) if stage.get("note") else ""
         if verdict == "not run" and said:
@@ -160,7 +160,7 @@ def header(record: Mapping[str, Any]) -> str:
     inputs = (record.get("inputs") or {}).get("digest", "")
     parts.append(f"inputs `{str(inputs)[:19]}`")
     parts.append(f"record `{digest(record)[:19]}`")
-    line = headline(record, lambda text: literal(text, 80), lambda text: plain(text, 32))
+    line = headline(record, lambda text: literal(text, 80), lambda text: literal(text, 32))
     word, sep, rest = line.partition(": ")
     shown = {"pass": "pass", "fail": "**fail**", "incomplete": "_incomplete_"}.get(word, "_unknown_")
     return f"### Check matrix: {shown}{sep}{rest}\n\n{'; '.join(parts)}\n\n"

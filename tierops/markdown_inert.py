@@ -6,9 +6,10 @@ and makes everything else text, by the CommonMark rules GitHub renders with, so 
 nothing in it reaches past its end:
 
 - raw HTML: only the exact tags the reports write (`<details>`, `<summary>` and their
-  closing tags starting a line, `<br>` inside one); every other `<` is `&lt;`, so no
-  HTML comment, `<pre>`, `<plaintext>` or unclosed tag can swallow what follows, and a
-  `</details>` that closes nothing of its own is text;
+  closing tags starting a line, `<br>` after text on a line); every other `<` is `&lt;`
+  (or kept escaped by its backslash), so no HTML comment, `<pre>`, `<plaintext>` or
+  unclosed tag can swallow what follows, and a `</details>` that closes nothing of its
+  own is text;
 - fences: only at the start of a line; one behind indentation, `>` or a list marker is
   escaped (its end would be its container's, which this does not model); an open fence
   is closed at the end by the CommonMark rule (same character, at least as long);
@@ -25,7 +26,8 @@ nothing in it reaches past its end:
   any other heading (behind `>` or a list marker too) and a setext underline (`===`,
   `---` under a line) are escaped to text;
 - references: a character reference (`&#x23;`, `&num;`) shows as written, so none can
-  spell a `#`, `@` or `-` that GitHub would link; in text and in HTML blocks alike.
+  spell a `#`, `@` or `-` that GitHub would link; in text and in HTML blocks alike. The
+  five that `html.escape` writes (`&lt;`, `&gt;`, `&amp;`, `&quot;`, `&#x27;`) stay.
 
 Stdlib only: the comment job installs nothing.
 """
@@ -74,8 +76,12 @@ _QUOTES = re.compile(r"[ \t>]*")
 # What a line's blocks open with (a heading or an underline behind them is one too).
 _CONTAINERS = re.compile(f"{_CONTAINER}*")
 # A character reference in text: GitHub decodes it before it looks for references and
-# links (`&#x23;1` is `#1`), so its `&` is escaped and the reference shows as written.
-_REFERENCE = re.compile(r"&(?=#[0-9]|#[xX][0-9A-Fa-f]|[A-Za-z][A-Za-z0-9]{0,31};)")
+# links (`&#x23;1` is `#1`), so its `&` is escaped and the reference shows as written;
+# but for the five `html.escape` writes (and `&lt;` is what `<` becomes here), which
+# spell nothing GitHub links.
+_REFERENCE = re.compile(
+    r"&(?!(?:lt|gt|amp|quot|#x27);)(?=#[0-9]|#[xX][0-9A-Fa-f]|[A-Za-z][A-Za-z0-9]{0,31};)"
+)
 
 
 def defuse_mentions(text: str) -> str:
@@ -134,13 +140,14 @@ def _live_block_tag(text: str, at: int, state: _State) -> str | None:
 def _escape_tags(text: str, state: _State, *, block: bool, at_start: bool = False) -> str:
     """`<` made text, but for our tags (block ones only in an HTML block, `<br>` only
     after something on its line); `<details>` counted. A `<` that a backslash already
-    escapes is left alone. Linear in the text: nothing before a `<` is copied or
-    rescanned but the backslashes right before it."""
+    escapes is left alone outside an HTML block (and no HTML block but ours can start: a
+    line's first `<` is ours or `&lt;`). Linear in the text: nothing before a `<` is
+    copied or rescanned but the backslashes right before it."""
     out: list[str] = []
     index = 0
-    # Where the line's first character other than a blank is: a `<br>` before it would
-    # start the line, and there it is not the inline tag.
-    content = len(text) - len(text.lstrip(" \t")) if at_start else -1
+    # Where the line's content starts, after blanks, `>` and list markers: a `<br>`
+    # there starts an HTML block (`> <br>`), so it is not the inline tag.
+    content = _CONTAINERS.match(text).end() if at_start else -1  # type: ignore[union-attr]  # it matches the empty string too
     while True:
         found = text.find("<", index)
         if found < 0:

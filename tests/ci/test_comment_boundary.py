@@ -8,6 +8,7 @@ then the HTML walked as a browser nests it (html.parser).
 from __future__ import annotations
 
 import copy
+import html
 import json
 import re
 import subprocess
@@ -338,3 +339,44 @@ def test_the_record_is_parsed_strictly(tmp_path: Path, edit: Any, why: str) -> N
     (tmp_path / "check-matrix.json").write_text(edited, encoding="utf-8")
     with pytest.raises(InputError, match=why):
         load_artifact(tmp_path)
+
+
+# --------------------------------------------------------------------------- raw HTML behind containers
+
+
+@pytest.mark.parametrize("container", ["> ", "- ", "1. "])
+def test_a_br_that_starts_a_quote_or_list_item_opens_no_raw_html(tmp_path: Path, container: str) -> None:
+    """`<br>` first in a quote or list item starts an HTML block there (CommonMark's
+    type 7), in which a backslash escapes nothing: the lines after it must stay text."""
+    inside = "> " if container == "> " else " " * len(container)
+    diff = (
+        f"{container}<br>\n"
+        f"{inside}\\<img src=//evil.example/t.png>\n"
+        f"{inside}\\<a href=//evil.example/login>re-run\\</a>\n"
+        f"{inside}\\<!-- all that follows is hidden\n"
+    )
+    body = body_for(tmp_path, diff)
+    rendered = html_of(body)
+    assert "<img" not in rendered and "<a href=" not in rendered and "<!-- all" not in rendered
+    assert_sections_stand(body)
+
+
+def test_a_less_than_sign_shows_as_itself_once_escaped() -> None:
+    rendered = html_of(inert("limit a < b, \\<x> and &lt;y\n"))
+    assert "limit a &lt; b, &lt;x&gt; and &lt;y" in rendered
+
+
+def test_a_summary_escaped_by_html_escape_passes_through_unchanged() -> None:
+    """The reports put a file's or service's name in `<summary>` through `html.escape`."""
+    summary = html.escape("x: 'a' & <b> \"q\"")
+    markdown = f"<details><summary>{summary}</summary>\n\nbody\n\n</details>\n"
+    assert inert(markdown) == markdown
+
+
+def test_a_stage_named_like_an_issue_reference_is_shown_in_code(tmp_path: Path) -> None:
+    record = copy.deepcopy(sample_record())
+    stage = next(stage for stage in record["stages"] if stage["name"] == "collector")
+    stage.update(name="gh-1234", verdict="not run", note="no Docker")
+    body = body_for(tmp_path, "nothing\n", record)
+    assert "gh-1234" in body
+    assert not re.search(r"gh-[0-9]", re.sub(r"`[^`\n]*`", "", body), re.IGNORECASE)
