@@ -184,6 +184,28 @@ def defuse(markdown: str) -> str:
     return inert(text.replace(_MARKER_WORD, _MARKER_WORD_BROKEN))
 
 
+# The comment shows at most COMMENT_LIMIT bytes of both sections together, and `defuse`
+# makes no text shorter but for the NULs and CRLFs it drops: a section's first lines up
+# to four times that many characters hold all it can show (and a megabyte of hostile
+# lines costs a quarter of the time).
+SHOWN_CHARACTERS = 4 * matrix_markdown.COMMENT_LIMIT
+CUT_NOTE = "\n_(cut here: the rest is in the artifact)_\n"
+
+
+def _section(data: bytes) -> str | None:
+    """A section's Markdown made data, its lines past what the comment can show left
+    out; None for bytes that are not UTF-8 text (shown as "did not run")."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if len(text) <= SHOWN_CHARACTERS:
+        return defuse(text)
+    # At the last newline (`defuse` shows a lone \r as text), else inside one long line.
+    end = text.rfind("\n", 0, SHOWN_CHARACTERS) + 1
+    return defuse(text[: end or SHOWN_CHARACTERS]) + CUT_NOTE
+
+
 def load_artifact(directory: Path, schema: Mapping[str, Any] | None = None) -> Artifact:
     """Read and validate the artifact; InputError (exit 2) on anything unexpected."""
     if not directory.is_dir():
@@ -207,10 +229,7 @@ def load_artifact(directory: Path, schema: Mapping[str, Any] | None = None) -> A
     sections: dict[str, str | None] = {}
     for key in ("diff", "plan"):
         data = _read_limited(directory, f"check/{key}.md")
-        try:
-            sections[key] = defuse(data.decode("utf-8")) if data is not None else None
-        except UnicodeDecodeError:
-            sections[key] = None  # not text: shown as "did not run", never passed through
+        sections[key] = _section(data) if data is not None else None
     return Artifact(record, sections["diff"], sections["plan"], number)
 
 

@@ -380,3 +380,26 @@ def test_a_stage_named_like_an_issue_reference_is_shown_in_code(tmp_path: Path) 
     body = body_for(tmp_path, "nothing\n", record)
     assert "gh-1234" in body
     assert not re.search(r"gh-[0-9]", re.sub(r"`[^`\n]*`", "", body), re.IGNORECASE)
+
+
+def test_a_section_longer_than_the_comment_can_show_is_read_only_as_far_as_it_shows(
+    tmp_path: Path,
+) -> None:
+    """Only a section's first lines are made inert: the comment is the same as with all
+    of it, and text that shrinks to nothing (NULs) still says the rest was left out."""
+    diff = plan_markdown() * (2 * comment.SHOWN_CHARACTERS // len(plan_markdown()))
+    assert len(diff) > comment.SHOWN_CHARACTERS
+    artifact = load_artifact(write_artifact(tmp_path / "a", diff=diff))
+    whole = comment.Artifact(artifact.record, comment.defuse(diff), artifact.plan_markdown, 7)
+    assert comment.comment_body(artifact, RUN_URL) == comment.comment_body(whole, RUN_URL)
+    hollow = "\x00" * comment.SHOWN_CHARACTERS + "\nthe last line\n"
+    body = body_for(tmp_path / "b", hollow)
+    assert "the last line" not in body and comment.CUT_NOTE.strip() in body
+
+
+@pytest.mark.parametrize("ending", ["\r", ""], ids=["carriage returns", "one line"])
+def test_a_long_section_without_newlines_is_cut_where_it_can_be_shown(tmp_path: Path, ending: str) -> None:
+    diff = ("word " * 10 + ending) * (2 * comment.SHOWN_CHARACTERS // 50)
+    body = body_for(tmp_path, diff)
+    assert "(cut here" in body
+    assert_sections_stand(body)
