@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tierops.checkmatrix import RECORD_NAME, digest, headline
-from tierops.markdown_inert import closers
+from tierops.markdown_inert import closers_by_line
 
 MARKER = "<!-- tierops-check-matrix -->"
 COMMENT_LIMIT = 65_536  # GitHub's limit on an issue or pull-request comment body
@@ -172,24 +172,22 @@ def details(title: str, body: str) -> str:
 
 
 def cut(text: str, budget: int) -> str:
-    """At most `budget` bytes of `text`, ended at a line boundary, with every code fence
-    and `<details>` it opened closed again (so nothing after it is swallowed)."""
-    room = budget
-    while room > 0:
-        data = text.encode("utf-8")[:room].decode("utf-8", errors="ignore")
-        data = data[: data.rindex("\n") + 1] if "\n" in data else ""
-        result = data + _closing(data)
-        if size(result) <= budget:
-            return result
-        room -= size(result) - budget  # the closers did not fit: give up that much text
-    return ""
-
-
-def _closing(data: str) -> str:
-    """What closes the fence and `<details>` that `data` leaves open (by CommonMark's
-    rules: tierops/markdown_inert.py), and says it was cut."""
-    fence, opened = closers(data)
-    return fence + "\n_(cut here)_\n\n" + "</details>\n\n" * opened
+    """The longest prefix of `text` ending at a newline that fits in `budget` bytes with
+    what closes every code fence and `<details>` it opened (by CommonMark's rules:
+    tierops/markdown_inert.py), so nothing after it is swallowed, and says it was cut.
+    One pass over the lines: each line end is tried once."""
+    said = "\n_(cut here)_\n\n"
+    best: tuple[int, str] | None = (0, said) if size(said) <= budget else None
+    start = used = 0
+    for end, fence, opened in closers_by_line(text):
+        used += size(text[start:end])
+        start = end
+        if used > budget:
+            break
+        closing = fence + said + "</details>\n\n" * opened
+        if used + size(closing) <= budget:
+            best = (end, closing)
+    return text[: best[0]] + best[1] if best else ""
 
 
 def truncation_note(limit: int, run_url: str | None) -> str:

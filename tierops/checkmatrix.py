@@ -75,7 +75,7 @@ def headline(
     text that came from a tool (a note, a rule id) safe where the line goes (Markdown),
     `name` a stage's name."""
     stages = [stage for stage in record.get("stages") or () if isinstance(stage, Mapping)]
-    failed = failing(record, clean)
+    failed = failing(record, clean, name)
     # Stages that did not run for the same reason share one clause.
     reasons: dict[str, list[str]] = {}
     for stage in stages:
@@ -92,13 +92,16 @@ def headline(
     return PASS if stages else "incomplete: no stage in the record"
 
 
-def failing(record: Mapping[str, Any], clean: Callable[[str], str] = str) -> list[str]:
+def failing(
+    record: Mapping[str, Any], clean: Callable[[str], str] = str, name: Callable[[str], str] = str
+) -> list[str]:
     """The stages that failed or gave no verdict, each with what it counted:
-    `["tests (3 failed)", "diff (error)"]`; empty when none did."""
+    `["tests (3 failed)", "diff (error)"]`; empty when none did. `clean` and `name` as
+    for `headline`."""
     stages = [stage for stage in record.get("stages") or () if isinstance(stage, Mapping)]
-    failed = [_failed(stage, clean) for stage in stages if stage.get("verdict") in (FAIL, ERROR)]
+    failed = [_failed(stage, clean, name) for stage in stages if stage.get("verdict") in (FAIL, ERROR)]
     failed += [
-        f"{stage.get('name')} (unknown verdict)"
+        f"{name(str(stage.get('name')))} (unknown verdict)"
         for stage in stages
         if stage.get("verdict") not in (PASS, FAIL, ERROR, NOT_RUN)
     ]
@@ -114,14 +117,14 @@ def read_record(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
 
-def _failed(stage: Mapping[str, Any], clean: Callable[[str], str]) -> str:
+def _failed(stage: Mapping[str, Any], clean: Callable[[str], str], shown: Callable[[str], str]) -> str:
     """`tests (3 failed)`, `validate (1 of 3 files)`, `lint (ruff-check 1)`, `diff (error)`."""
-    name = str(stage.get("name"))
+    name = shown(str(stage.get("name")))
     if stage.get("verdict") == ERROR:
         return f"{name} (error)"
     repository = stage.get("repository") or {}
     counts = repository.get("counts") or {} if isinstance(repository, Mapping) else {}
-    if name == "tests":
+    if stage.get("name") == "tests":
         parts = [f"{counts['failed']} failed"] if counts.get("failed") else []
         if counts.get("errors"):
             parts.append(f"{counts['errors']} error{'s' if counts['errors'] != 1 else ''}")

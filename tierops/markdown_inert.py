@@ -15,7 +15,8 @@ nothing in it reaches past its end:
   is closed at the end by the CommonMark rule (same character, at least as long);
 - code spans: a run of backticks that no run of the same length closes on its line (or
   table cell) is escaped, so it cannot pair with one further down;
-- `<details>` left open are closed at the end;
+- `<details>` left open are closed at the end; one inside a `<summary>` is text (the
+  summary's end would close it unseen);
 - mentions: `@name` in every spelling GitHub links (`&#64;name`, `x.@name`, `é@name`)
   gets a zero-width space after the `@`;
 - links: outside code, a `[` no backslash escapes is escaped (no link, image, footnote
@@ -26,8 +27,9 @@ nothing in it reaches past its end:
   any other heading (behind `>` or a list marker too) and a setext underline (`===`,
   `---` under a line) are escaped to text;
 - references: a character reference (`&#x23;`, `&num;`) shows as written, so none can
-  spell a `#`, `@` or `-` that GitHub would link; in text and in HTML blocks alike. The
-  five that `html.escape` writes (`&lt;`, `&gt;`, `&amp;`, `&quot;`, `&#x27;`) stay.
+  spell a `#`, `@` or `-` that GitHub would link; in text and in HTML blocks alike (there
+  also one without its `;`, which a browser decodes). The five that `html.escape`
+  writes (`&lt;`, `&gt;`, `&amp;`, `&quot;`, `&#x27;`) stay.
 
 Stdlib only: the comment job installs nothing.
 """
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 
 # The tags rollout's reports write: a collapsed section, at the start of a line...
 _BLOCK_TAGS = re.compile(r"<details>|</details>|<summary>|</summary>")
@@ -82,6 +85,8 @@ _CONTAINERS = re.compile(f"{_CONTAINER}*")
 _REFERENCE = re.compile(
     r"&(?!(?:lt|gt|amp|quot|#x27);)(?=#[0-9]|#[xX][0-9A-Fa-f]|[A-Za-z][A-Za-z0-9]{0,31};)"
 )
+# In an HTML block the browser decodes the old names without a `;` too (`&lt@x` is `<@x`).
+_BLOCK_REFERENCE = re.compile(r"&(?!(?:lt|gt|amp|quot|#x27);)(?=#|[A-Za-z])")
 
 
 def defuse_mentions(text: str) -> str:
@@ -123,6 +128,7 @@ class _State:
         self.fence: _Fence | None = None
         self.html_block = False  # inside an HTML block our tags started (until a blank line)
         self.details = 0  # `<details>` opened and not closed
+        self.summary = False  # inside a `<summary>`: its `</summary>` would close all opened since
 
     def closers(self) -> tuple[str, int]:
         """(the line that closes an open fence, or "", and how many `<details>` are open)."""
@@ -130,11 +136,33 @@ class _State:
 
 
 def _live_block_tag(text: str, at: int, state: _State) -> str | None:
-    """Our block tag at `at`, unless it is a `</details>` that would close nothing here."""
+    """Our block tag at `at`, where it does what the reports use it for: never a
+    `</details>` that would close nothing of the text's own, nor a `<details>` or
+    `<summary>` inside a summary (a browser's `</summary>` closes everything opened in
+    it, so a `<details>` there would leave the count one too high), nor a `</summary>`
+    outside one."""
     tag = _BLOCK_TAGS.match(text, at)
-    if tag is None or (tag.group() == "</details>" and state.details <= 0):
+    if tag is None:
         return None
-    return tag.group()
+    name = tag.group()
+    live = {
+        "<details>": not state.summary,
+        "</details>": state.details > 0,
+        "<summary>": not state.summary,
+        "</summary>": state.summary,
+    }[name]
+    return name if live else None
+
+
+def _enter(tag: str, state: _State) -> None:
+    """What a live block tag opens or closes, as a browser nests it."""
+    if tag == "<details>":
+        state.details += 1
+    elif tag == "</details>":
+        state.details -= 1
+        state.summary = False  # closing the details closes its summary too
+    else:
+        state.summary = tag == "<summary>"
 
 
 def _escape_tags(text: str, state: _State, *, block: bool, at_start: bool = False) -> str:
@@ -156,7 +184,7 @@ def _escape_tags(text: str, state: _State, *, block: bool, at_start: bool = Fals
         out.append(text[index:found])
         tag = _live_block_tag(text, found, state) if block else None
         if tag is not None:
-            state.details += {"<details>": 1, "</details>": -1}.get(tag, 0)
+            _enter(tag, state)
             out.append(tag)
             index = found + len(tag)
         elif not block and text.startswith(_INLINE_TAG, found) and found > content:
@@ -175,11 +203,11 @@ def _text(text: str, state: _State, *, at_start: bool) -> str:
     return _unlinked(text)
 
 
-def _unlinked(text: str) -> str:
+def _unlinked(text: str, *, block: bool = False) -> str:
     """Text where GitHub links nothing by itself: character references shown as written,
     a zero-width space inside each URL scheme, `www.` and issue reference."""
     if "&" in text:
-        text = _REFERENCE.sub("&amp;", text)
+        text = (_BLOCK_REFERENCE if block else _REFERENCE).sub("&amp;", text)
     return _SELF_LINKING.sub(ZERO_WIDTH_SPACE, text)
 
 
@@ -270,7 +298,7 @@ def _line(line: str, state: _State) -> str:
         elif _live_block_tag(line, 0, state) is not None:
             state.html_block = True
     if state.html_block:
-        return _unlinked(_escape_tags(line, state, block=True))
+        return _unlinked(_escape_tags(line, state, block=True), block=True)
     return "".join(_inline(cell, state, at_start=number == 0) for number, cell in enumerate(_cells(line)))
 
 
@@ -307,10 +335,14 @@ def inert(markdown: str) -> str:
     return defuse_mentions(text)
 
 
-def closers(markdown: str) -> tuple[str, int]:
-    """What a prefix of `inert` Markdown leaves open: the line that closes its fence
-    (or ""), and how many `<details>` it leaves open."""
+def closers_by_line(markdown: str) -> Iterator[tuple[int, str, int]]:
+    """For every `\\n` of `markdown`: the index just after it, the line that closes the
+    fence the text up to there leaves open (or ""), and how many `<details>` it leaves
+    open; one pass, for a cut that tries every line end."""
     state = _State()
-    for line in _LINE_END.split(markdown):
-        _line(line, state)
-    return state.closers()
+    start = 0
+    for ending in _LINE_END.finditer(markdown):
+        _line(markdown[start : ending.start()], state)
+        start = ending.end()
+        if ending.group().endswith("\n"):
+            yield (start, *state.closers())

@@ -22,12 +22,12 @@ from markdown_it import MarkdownIt
 
 from ci import comment
 from ci.comment import load_artifact
-from ci.matrix_markdown import COMMENT_LIMIT, MARKER, size
+from ci.matrix_markdown import COMMENT_LIMIT, MARKER, cut, size
 from tests.ci.matrix_records import plan_markdown, sample_record
 from tests.ci.test_comment import RUN_URL, write_artifact
 from tests.conftest import ROOT
 from tierops.errors import InputError
-from tierops.markdown_inert import ZERO_WIDTH_SPACE, inert
+from tierops.markdown_inert import ZERO_WIDTH_SPACE, closers_by_line, inert
 
 # GitHub links `@name` when no ASCII letter, digit or `_` comes before the `@`.
 LINKED_MENTION = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9]")
@@ -403,3 +403,72 @@ def test_a_long_section_without_newlines_is_cut_where_it_can_be_shown(tmp_path: 
     body = body_for(tmp_path, diff)
     assert "(cut here" in body
     assert_sections_stand(body)
+
+
+# --------------------------------------------------------------------------- summaries, references, cuts
+
+
+def test_a_details_opened_inside_a_summary_cannot_close_the_section(tmp_path: Path) -> None:
+    """A browser's `</summary>` closes a `<details>` opened inside it; counted as open, it
+    would let the text's next `</details>` close the comment's own section."""
+    diff = "<summary><details></summary>\n</details>\n\nFORGED at the top\n\n<summary>\n"
+    body = body_for(tmp_path, diff)
+    walker = Nesting(("FORGED", "Rollout plan", "Record:"))
+    walker.feed(html_of(body))
+    walker.close()
+    assert walker.seen["FORGED"][:1] == ["details"], walker.seen
+    assert walker.seen["Rollout plan"] == ["details", "summary"], walker.seen
+    assert walker.seen["Record:"] == ["p", "sub"], walker.seen
+
+
+def test_a_reference_without_its_semicolon_in_an_html_block_makes_no_mention(tmp_path: Path) -> None:
+    """A browser decodes `&lt@` to `<@` in HTML, where the `@` then starts a mention."""
+    body = body_for(tmp_path, "<summary>ping&nbsp@octocat and&lt@octocat &amp@octocat</summary>\n")
+    walker = Nesting(())
+    walker.feed(html_of(body))
+    walker.close()
+    text = "".join(walker.text)
+    assert "octocat" in text and not LINKED_MENTION.search(text), text
+
+
+def test_a_failed_stage_named_like_an_issue_reference_is_shown_in_code(tmp_path: Path) -> None:
+    record = copy.deepcopy(sample_record())
+    for stage in record["stages"]:
+        if stage["name"] in ("lint", "typecheck"):
+            stage.update(
+                name=f"gh-{len(stage['name'])}", verdict="fail" if stage["name"] == "lint" else "error"
+            )
+    body = body_for(tmp_path, "nothing\n", record)
+    assert "gh-4" in body and "gh-9" in body
+    assert not re.search(r"gh-[0-9]", re.sub(r"`[^`\n]*`", "", body), re.IGNORECASE)
+
+
+def _cut_by_prefixes(text: str, budget: int) -> str:
+    """The cut, the slow way: every prefix ending at a newline, longest first, each read
+    from its start."""
+    ends = [index + 1 for index, char in enumerate(text) if char == "\n"]
+    for end in reversed(ends):
+        states = list(closers_by_line(text[:end]))
+        fence, opened = states[-1][1:]
+        result = text[:end] + fence + "\n_(cut here)_\n\n" + "</details>\n\n" * opened
+        if size(result) <= budget:
+            return result
+    said = "\n_(cut here)_\n\n"
+    return said if size(said) <= budget else ""
+
+
+@pytest.mark.parametrize("budget", [0, 10, 40, 90, 200, 400])
+def test_a_cut_is_the_longest_prefix_that_fits_with_its_closers(budget: int) -> None:
+    text = inert("a\n<details>\n\n```\ncode é\n```\n<details>\nb\n</details>\n````\nx\n" + "y\n" * 20)
+    assert cut(text, budget) == _cut_by_prefixes(text, budget)
+
+
+def test_a_cut_where_every_shorter_prefix_needs_more_closers_is_linear() -> None:
+    """Each line less closes one `</details>` fewer, so needs more closers: a cut that
+    gave up only the overshoot each round read the text again thousands of times."""
+    code = (
+        "from ci.matrix_markdown import cut; "
+        "n = 3000; text = 'x\\n\\n' + '<details>\\n' * n + '</details> \\n' * n + 'y\\n' * 20000; "
+        "cut(text, 12 * n + 10 * n + 5)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=10, cwd=ROOT)
