@@ -55,7 +55,9 @@ class TemplateError(ValueError):
     """A malformed template, or a `?` reference whose variable is missing."""
 
 
-_OPEN_OR_CLOSE = re.compile(r"\$\{|\}")
+# Compose's count, token by token: a `{` opens and hides the character after it (even a
+# brace: `{}` opens once and closes nothing), a `}` closes.
+_OPEN_OR_CLOSE = re.compile(r"\{.?|\}", re.DOTALL)
 
 
 class _Braces:
@@ -63,21 +65,21 @@ class _Braces:
 
     Compose's pattern takes a braced reference up to the last `}` on its line (its `.*`
     is greedy and never crosses a line break); inside that match, a count that opens at
-    every `${` (even the second `$` of `$${`), closes at every `}` and returns to zero
-    marks the end, and without one the whole match is the reference (`${A:-$${x}` is
-    `${x`). A bare `{` opens nothing (`${A:-{x}` is `{x`). One stack over the whole text
-    gives every opener the count started at it, so the work is linear however deep the
-    nesting; the line's last `}` is found by bisection.
+    every `{` (a bare one too: `${A:-x{y}z}` is `x{y}z`) and skips the character after
+    it (`${A:+{}x}` is `{}x`), closes at every other `}` and returns to zero marks the
+    end; without one the whole match is the reference (`${A:-{x}` is `{x`, `${A:-$${x}`
+    is `${x`). One stack over the whole text gives every opener the count started at it
+    (a reference's `{` follows its `$`, so is never skipped), so the work is linear
+    however deep the nesting; the line's last `}` is found by bisection.
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.closes: dict[int, int] = {}
         open_at: list[int] = []
-        # Only the `${` and `}` matter, found left to right without overlap (the second
-        # `$` of `$${` starts a `${`, as in Compose's count).
+        # Keyed by the `{`: a reference's count starts at the brace after its `$`.
         for match in _OPEN_OR_CLOSE.finditer(text):
-            if match.group() == "${":
+            if match.group()[0] == "{":
                 open_at.append(match.start())
             elif open_at:
                 self.closes[open_at.pop()] = match.start()
@@ -90,7 +92,7 @@ class _Braces:
         after = bisect.bisect_left(self.newlines, dollar)
         if after < len(self.newlines):
             line_end = min(end, self.newlines[after])
-        counted = self.closes.get(dollar)
+        counted = self.closes.get(dollar + 1)
         if counted is not None and counted < line_end:
             return counted
         if self._all is None:

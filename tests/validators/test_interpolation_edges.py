@@ -109,9 +109,15 @@ def test_a_byte_order_mark_inside_the_file_is_named_where_compose_refuses_it(
         "${\u0130}|",  # the dotted capital I: Python's IGNORECASE would take it, Compose does not
         "${A\u0131}|",
         "$A\u00e9|",  # a name ends at the e-acute
-        "${A:-{x}",  # a bare `{` opens nothing
+        "${A:-{x}",  # a bare `{` opens a level too, here never closed
         "${A:-x{}",
-        "${A:-$${x}",  # nor does an escaped `$${`
+        "${A:-x{y}z}",  # ...and here closed before the reference's own `}`
+        "${A:-a{b{c}d}e}f}",
+        "${A:+{}x}",  # the character after a `{` is skipped, a `}` too
+        "${A:-{}${B:-{}}}x}",
+        "${A:-{{}}x}",
+        "${A:+{}x}y}{",
+        "${A:-$${x}",  # an escaped `$${` opens one as well
         "${A:-$${x}}}",
         "${A:-${B}",  # unclosed
         "${A:-$${x}y}z",  # counted from `${`, the `$${` opens one more level...
