@@ -32,7 +32,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -430,4 +429,6 @@ def _shown(path: Path) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from tierops.entry import launch
+
+    launch(main)

@@ -122,7 +122,12 @@ def visible_output() -> Iterator[None]:
 def prepare_streams() -> None:
     """Escape, instead of raising on, whatever the stream's encoding cannot write; an
     ASCII stream (the C locale without UTF-8 mode) writes UTF-8, as Python's own UTF-8
-    mode would there, so `--format json` stays JSON."""
+    mode would there, so `--format json` stays JSON. A stream the command was started
+    without (`>&-`, `2>&-`) writes nowhere, so the exit code stays the run's own."""
+    if sys.stdout is None:
+        sys.stdout = os.fdopen(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")
+    if sys.stderr is None:
+        sys.stderr = os.fdopen(os.open(os.devnull, os.O_WRONLY), "w", encoding="utf-8")
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is None:

@@ -97,6 +97,33 @@ def test_a_closed_pipe_ends_the_run_quietly_with_141(argv: list[str]) -> None:
     assert proc.stderr == b""
 
 
+@pytest.mark.parametrize(
+    ("argv", "closed", "code"),
+    [
+        (["validators", "--list-rules"], ">&-", ExitCode.OK),
+        (["rollout", "diff", "--help"], ">&-", ExitCode.OK),
+        (["ci.record", "--help"], ">&-", ExitCode.OK),
+        (["rollout", "--no-such-option"], "2>&-", ExitCode.USAGE),
+        (["validators", "--list-rules"], "2>&-", ExitCode.OK),
+    ],
+)
+def test_a_command_started_without_stdout_or_stderr_keeps_its_exit_code(
+    tmp_path: Path, argv: list[str], closed: str, code: int
+) -> None:
+    """`>&-` and `2>&-`: Python starts with no such stream; the command writes nowhere
+    and its exit code is still its own."""
+    shell = f'exec "$@" {closed}'
+    proc = subprocess.run(
+        ["sh", "-c", shell, "sh", sys.executable, "-m", *argv],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        check=False,
+    )
+    assert proc.returncode == code, proc.stderr
+    assert b"Traceback" not in proc.stdout + proc.stderr
+
+
 def _start(tmp_path: Path, script: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
     marker = tmp_path / "reached"
     proc = subprocess.Popen(
