@@ -20,7 +20,10 @@ class TieropsError(Exception):
         self.hint = hint
 
     def __str__(self) -> str:
-        text = f"{self.where}: {self.message}" if self.where else self.message
+        # `where` is a path as typed or as git lists it: a line break in a file's name
+        # must not start a line of its own (the entry points show the rest as \uXXXX).
+        where = self.where.replace("\n", "\\u000a") if self.where else None
+        text = f"{where}: {self.message}" if where else self.message
         if self.hint:
             text = f"{text}; {self.hint}"
         return text

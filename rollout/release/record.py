@@ -248,14 +248,26 @@ def _config_sources(value: Any) -> list[str]:
     return refs
 
 
+def prod_files(repo: Path, commit: str) -> list[str]:
+    """The prod YAML files at `commit`; InputError (exit 2) for a name a record cannot
+    hold: it goes into the tag's `service:` lines, where a line break would forge one."""
+    paths = [path for path in git.ls_files(repo, commit, PROD_DIR) if path.endswith((".yaml", ".yml"))]
+    for path in paths:
+        if not path.isprintable():
+            raise InputError(
+                "a prod file name with a control or invisible character cannot be recorded",
+                where=f"{path} at {commit[:12]}",
+                hint="rename it; no prod file name needs one",
+            )
+    return paths
+
+
 def record_for_commit(repo: Path, commit: str, verify: str, check_matrix: str | None = None) -> Record:
     """Hash every prod file at `commit` (read from git objects, not the working tree)."""
     digests: dict[str, dict[str, str]] = {}
-    for path in git.ls_files(repo, commit, PROD_DIR):
-        if not path.endswith((".yaml", ".yml")):
-            continue
-        data = git.show(repo, commit, path)
+    for path in prod_files(repo, commit):
         where = f"{path} at {commit[:12]}"
+        data = git.show(repo, commit, path)
         if data is None:
             raise InputError("cannot read the file from git", where=where)
         # Read from git objects, not the working tree: a backfill hashes commits that are

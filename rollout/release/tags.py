@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rollout import git
-from rollout.release.record import Record, tag_name, tag_number
+from rollout.release.record import Record, prod_files, tag_name, tag_number
 from rollout.release.tagset import (
     IgnoredTag,
     duplicate_reason,
@@ -352,6 +352,8 @@ def plan(repo: Path, rev: str, *, branch: str, remote: str | None, push: bool) -
     else:
         # The first release: older commits were never checked as releases.
         after, commits = None, (target,)
+    for commit in commits:
+        prod_files(repo, commit)  # a file name no record can hold: refused before any check runs
     return TagPlan(branch, target, commits, (), after, tuple(history), remote, push, tags.at(commits))
 
 
@@ -451,7 +453,15 @@ def make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
     ident = git.run(repo, ["var", "GIT_COMMITTER_IDENT"]).stdout.strip()
     body = f"object {commit}\ntype commit\ntag {name}\ntagger {ident}\n\n{message}"
     proc = subprocess.run(
-        ["git", "mktag"], cwd=repo, input=body, capture_output=True, encoding="utf-8", check=False
+        ["git", "mktag"],
+        cwd=repo,
+        input=body,
+        capture_output=True,
+        # A committer name that is not UTF-8 (git var read it back with surrogateescape)
+        # goes into the tag byte for byte, as `git tag` would write it.
+        encoding="utf-8",
+        errors="surrogateescape",
+        check=False,
     )
     if proc.returncode != 0:
         raise git.GitError(f"git mktag: {proc.stderr.strip() or proc.returncode}")

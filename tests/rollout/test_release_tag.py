@@ -842,3 +842,29 @@ def test_python_m_rollout_release_tag_runs_as_a_module(world: World) -> None:
     assert proc.returncode == 0, proc.stderr
     head = git(world.a, "rev-parse", "HEAD")
     assert proc.stdout.endswith(f"created v0.0.1 on {head[:12]} ({VIA_CHECK})\n")
+
+
+def test_a_committer_name_that_is_not_utf_8_goes_into_the_tag_byte_for_byte(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = world.commit(world.a, "two", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    # os.environ turns the escaped bytes back into the bytes git sees: a Latin-1 name.
+    monkeypatch.setenv("GIT_COMMITTER_NAME", b"Jos\xe9".decode("utf-8", "surrogateescape"))
+    assert tag(world.a) == 0
+    raw = subprocess.run(
+        ["git", "cat-file", "-p", "v0.0.1"], cwd=world.a, capture_output=True, check=True
+    ).stdout
+    assert b"\ntagger Jos\xe9 <" in raw
+    assert tagged_commits(world.a) == {"v0.0.1": head}
+
+
+def test_a_prod_file_name_with_a_line_break_is_refused_before_any_tag(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    forged = "prod/x\ncommit: " + "0" * 40 + "\ny.yaml"
+    text = (world.a / LONG).read_text(encoding="utf-8")
+    world.commit(world.a, "a forged name", T0 + days(1), extra={forged: text})
+    assert tag(world.a, "--push") == 2
+    err = capsys.readouterr().err
+    assert "\\u000a" in err and "control or invisible character" in err and len(err.splitlines()) == 1
+    assert world.remote_tags() == {} and world.local_tags(world.a) == {}
