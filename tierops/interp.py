@@ -57,6 +57,16 @@ class TemplateError(ValueError):
 
 # Compose's count, token by token: a `{` opens and hides the character after it (even a
 # brace: `{}` opens once and closes nothing), a `}` closes.
+# How deep references may nest in one value. Compose's own work grows faster than the
+# cube of the depth (minutes at a few thousand) and every reader here keeps each level's
+# text, so a deeper value is refused with a finding instead of ending in a timeout or
+# out of memory; a real file nests two or three deep.
+MAX_NESTING = 1000
+TOO_DEEP = (
+    f"references nested more than {MAX_NESTING} deep: compose would spend minutes expanding it; "
+    "flatten the value"
+)
+
 _OPEN_OR_CLOSE = re.compile(r"\{.?|\}", re.DOTALL)
 
 
@@ -166,6 +176,10 @@ def scan(text: str) -> tuple[list[Found], list[Bad]]:
                 continue
             name, operator, operand, close = ref
             found.append(Found(name, operator, dollar, close, depth))
+            if operator and depth >= MAX_NESTING:
+                bad.append(Bad(dollar, close, TOO_DEEP))
+                index = close
+                continue
             if operator:  # the operand is evaluated eagerly, so its references count too
                 pending.append((close, end, depth))
                 index, end, depth = operand, close - 1, depth + 1
@@ -242,6 +256,8 @@ def _walk(text: str, at_depth: Callable[[int], tuple[OnLiteral, OnRef]]) -> str:
         level.out.append(on_literal("".join(level.literal)))
         level.literal = []
         if operator:
+            if level.depth >= MAX_NESTING:
+                raise TemplateError(f"invalid interpolation format: {TOO_DEEP}")
             levels.append(_Level(close - 1, level.depth + 1, name, operator))
             index = operand
         else:

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tierops import layout
+from tierops import interp, layout
 from tierops.atomic import write_bytes_atomic
 from tierops.canonical import SERVICE_KEYS
 from tierops.cli import guarded, parse, prog
@@ -272,10 +272,16 @@ def _render(
         # A value that may be a real secret is never handed to compose.
         print(f"not rendered: fix {env.shown} first (a dummy value was refused)")
         return {}
-    # A file the loader refused (an alias bomb, a depth or size past the budget) is not
-    # handed to compose: its `yaml` problem says why, and compose would only spend its
-    # whole timeout expanding it.
-    scans = [scan for scan in scans if not any(problem.rule == RULE_YAML for problem in scan.problems)]
+    # A file the loader refused (an alias bomb, a depth or size past the budget) or with
+    # references nested past interp.MAX_NESTING is not handed to compose: its problem
+    # says why, and compose would only spend its whole timeout expanding it.
+    scans = [
+        scan
+        for scan in scans
+        if not any(
+            problem.rule == RULE_YAML or interp.TOO_DEEP in problem.message for problem in scan.problems
+        )
+    ]
     results = run_config_many(
         binary,
         [scan.path for scan in scans],

@@ -71,7 +71,7 @@ class Reference(NamedTuple):
 
     name: str
     operator: str  # "" for $NAME and ${NAME}; else one of OPERATORS
-    text: str  # the template as written, e.g. "${A:-x}" (nested ones included)
+    text: str  # the template as written, e.g. "${A:-x}" (nested ones included), at most TEXT_LIMIT
     line: int
     col: int
     depth: int  # 0 at top level, 1 inside another reference's operand, ...
@@ -194,6 +194,16 @@ def scan_text(text: str, shown: str, path: Path | None = None) -> FileScan:
     return scan_loaded(loaded, path)
 
 
+# How much of a template a reference or problem keeps: each level of a deeply nested
+# value would otherwise keep the whole rest of it (memory that grows with the square of
+# the depth); a real template is a few dozen characters.
+TEXT_LIMIT = 200
+
+
+def _clip(value: str, start: int, end: int) -> str:
+    return value[start:end] if end - start <= TEXT_LIMIT else value[start : start + TEXT_LIMIT - 3] + "..."
+
+
 class _Located(NamedTuple):
     name: str
     operator: str
@@ -212,8 +222,10 @@ def _locate(text: str, value: str, span: Span | None) -> tuple[list[_Located], l
     """
     value_found, value_bad = interp.scan(value)
     if span is None:
-        located = [_Located(f.name, f.operator, -1, value[f.start : f.end], f.depth) for f in value_found]
-        return located, [(-1, value[b.start : b.end], b.reason) for b in value_bad]
+        located = [
+            _Located(f.name, f.operator, -1, _clip(value, f.start, f.end), f.depth) for f in value_found
+        ]
+        return located, [(-1, _clip(value, b.start, b.end), b.reason) for b in value_bad]
     start = span[0]
     raw_found, raw_bad = interp.scan(text[start : span[1]])
 
@@ -222,16 +234,18 @@ def _locate(text: str, value: str, span: Span | None) -> tuple[list[_Located], l
 
     if key(raw_found) == key(value_found) and len(raw_bad) == len(value_bad):
         located = [
-            _Located(v.name, v.operator, start + r.start, value[v.start : v.end], v.depth)
+            _Located(v.name, v.operator, start + r.start, _clip(value, v.start, v.end), v.depth)
             for r, v in zip(raw_found, value_found, strict=True)
         ]
         bad = [
-            (start + r.start, value[v.start : v.end], v.reason)
+            (start + r.start, _clip(value, v.start, v.end), v.reason)
             for r, v in zip(raw_bad, value_bad, strict=True)
         ]
         return located, bad
-    located = [_Located(f.name, f.operator, start, value[f.start : f.end], f.depth) for f in value_found]
-    return located, [(start, value[b.start : b.end], b.reason) for b in value_bad]
+    located = [
+        _Located(f.name, f.operator, start, _clip(value, f.start, f.end), f.depth) for f in value_found
+    ]
+    return located, [(start, _clip(value, b.start, b.end), b.reason) for b in value_bad]
 
 
 def scan_file(path: Path, shown: str) -> FileScan:

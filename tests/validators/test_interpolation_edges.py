@@ -11,7 +11,8 @@ import pytest
 from tierops import interp
 from tierops.composebin import ComposeBinary, ConfigResult, find_compose, run_config
 from validators.cli import main as validators_main
-from validators.interpolation import RULE_SYNTAX, load_dummy_env, scan_file
+from validators.compose import main as compose_main
+from validators.interpolation import RULE_SYNTAX, TEXT_LIMIT, load_dummy_env, scan_file
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def test_names_and_braces_read_as_compose_reads_them(
 def test_nesting_hundreds_deep_is_read_and_rendered_like_compose(
     tmp_path: Path, pinned: ComposeBinary
 ) -> None:
-    depth = 1500  # five times what used to end the validators with a RecursionError
+    depth = interp.MAX_NESTING  # three times what used to end the validators with a RecursionError
     value = "${A:-" * depth + "x$$y" + "}" * depth
     path = _compose_file(tmp_path, value)
     env_file = tmp_path / "test.env"
@@ -162,3 +163,25 @@ def test_nesting_hundreds_deep_is_read_and_rendered_like_compose(
     masked = interp.mask(value)
     assert masked.refs == (value,)
     assert validators_main(["--rule", "yaml", str(path)]) != 3  # findings, never an internal error
+
+
+def test_nesting_past_the_budget_is_one_finding_and_never_handed_to_compose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Compose takes minutes on a value nested a few thousand deep, and each level's text
+    kept whole grew with the square of the depth (gigabytes for a 2 MB file)."""
+    depth = 50 * interp.MAX_NESTING
+    path = _compose_file(tmp_path, "${A:-" * depth + "x" + "}" * depth)
+    scan = scan_file(path, "edge.yaml")
+    assert [problem.message for problem in scan.problems if interp.TOO_DEEP in problem.message]
+    assert max(len(ref.text) for ref in scan.references) <= TEXT_LIMIT
+    with pytest.raises(interp.TemplateError, match="nested more than"):
+        interp.normalize("${A:-" * depth + "x" + "}" * depth)
+    env_file = tmp_path / "test.env"
+    env_file.write_text("A=dummy-a\n", encoding="utf-8")
+    code = compose_main(
+        ["--compose", "pinned", "--env-file", str(env_file), "--rendered-dir", str(tmp_path / "r"), str(path)]
+    )
+    out = capsys.readouterr().out
+    assert code == 1 and "0 of 1 file(s) rendered; 1 problem(s)" in out
+    assert all(len(line) < 1000 for line in out.splitlines())
