@@ -62,7 +62,7 @@ DEFAULT_AUTHOR = "github-actions[bot]"  # who the workflow's GITHUB_TOKEN posts 
 # What the artifact may hold and how large each may be (bytes). The record is small
 # (a few KiB per prod file); the diff and plan are capped at the step summary's size.
 LIMITS = {
-    RECORD_NAME: 4 << 20,
+    RECORD_NAME: 1 << 20,
     "check/diff.md": 1 << 20,
     "check/plan.md": 1 << 20,
     "pull-request.json": 1 << 10,

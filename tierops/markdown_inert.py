@@ -21,8 +21,10 @@ nothing in it reaches past its end:
   gets a zero-width space after the `@`;
 - links: outside code, a `[` no backslash escapes is escaped (no link, image, footnote
   or link definition), and a zero-width space breaks what GitHub would link by itself:
-  `https://`, `www.`, and the references `#123`, `owner/repo#123` and `GH-123` (an
-  address stays as written: a mail link reaches nobody);
+  `https://`, `www.`, `mailto:`, `xmpp:`, the references `#123`, `owner/repo#123` and
+  `GH-123`, and a commit as `user@SHA` or `owner/repo@SHA` (an address stays as
+  written: a mail link reaches nobody; a bare commit id stays too: GitHub links it only
+  to a commit of this repository's own network, as the plan names its base);
 - headings: only the levels the reports write (`###`, `####`), at the start of a line;
   any other heading (behind `>` or a list marker too) and a setext underline (`===`,
   `---` under a line) are escaped to text;
@@ -67,7 +69,10 @@ _OPEN_BRACKET = re.compile(r"(?<!\\)((?:\\\\)*)\[")
 # reference, also spelled with backslash escapes (`GH\-1` renders as `GH-1` before GitHub
 # looks); a zero-width space goes where it breaks the match.
 _SELF_LINKING = re.compile(
-    r"(?<=:)(?=\\?/\\?/)|(?<=www)(?<![A-Za-z0-9]www)(?=\\?\.)|(?<=#)(?=[0-9])|(?<=GH)(?=\\?-[0-9])",
+    r"(?<=:)(?=\\?/\\?/)|(?<=www)(?<![A-Za-z0-9]www)(?=\\?\.)|(?<=#)(?=[0-9])|(?<=GH)(?=\\?-[0-9])"
+    # `mailto:` and `xmpp:` links (GitHub makes odd relative links of some), and a commit
+    # named as `user@SHA` or `owner/repo@SHA`, which links into another repository.
+    r"|(?<=mailto:)|(?<=xmpp:)|(?<=@)(?=[0-9a-f]{7,40}(?![0-9a-z]))",
     re.IGNORECASE,
 )
 # An ATX heading (its level in group 2) and a setext underline.

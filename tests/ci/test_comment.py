@@ -191,6 +191,16 @@ def test_an_oversized_diff_is_refused(tmp_path: Path) -> None:
         load_artifact(tmp_path)
 
 
+def test_a_record_over_a_megabyte_is_refused(tmp_path: Path) -> None:
+    """A record is a few KiB per prod file; a larger one is read, checked and rendered in
+    time that grows with it (about a second a megabyte), so the limit bounds the job."""
+    write_artifact(tmp_path)
+    record = tmp_path / "check-matrix.json"
+    record.write_text(record.read_text(encoding="utf-8") + " " * (1 << 20), encoding="utf-8")
+    with pytest.raises(InputError, match="larger than"):
+        load_artifact(tmp_path)
+
+
 def test_a_symlink_in_the_artifact_is_refused(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("token", encoding="utf-8")

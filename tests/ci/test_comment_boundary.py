@@ -291,6 +291,19 @@ def test_text_github_links_by_itself_is_broken_outside_code_and_kept_inside() ->
     assert "`https://ok #7`" in shown
 
 
+def test_commits_in_other_repositories_and_mail_schemes_link_nothing() -> None:
+    """GitHub links `user@SHA` and `owner/repo@SHA` to a commit of another repository,
+    and makes a relative link of `mailto:a@b.c@x`; a bare commit id of this repository
+    and an address are left as written."""
+    written = (
+        "torvalds/linux@1da177e4c3f4 jlord@a5c3785ed8 mailto:a@b.co@x XMPP:a@b.cd@y 1da177e4c3f4 a@b.co\n"
+    )
+    shown = inert(written)
+    assert shown.replace(ZERO_WIDTH_SPACE, "") == written
+    assert not re.search(r"@[0-9a-f]{7}|mailto:[^\u200b]|xmpp:[^\u200b]", shown, re.IGNORECASE), shown
+    assert " 1da177e4c3f4 a@b.co" in shown
+
+
 @pytest.mark.parametrize(
     "hostile",
     ["<", "<br>", "a<", "\\<", "` ", "`a", "[", "#1 "],
