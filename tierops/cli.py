@@ -20,7 +20,7 @@ from typing import TextIO
 
 from tierops.entry import Terminated, silence_stdout, visible
 from tierops.errors import TieropsError
-from tierops.exitcodes import ExitCode
+from tierops.exitcodes import ExitCode, interrupted
 
 
 def prog(module_form: str) -> str:
@@ -55,9 +55,9 @@ def guarded(work: Callable[[], int], *, tool: str, stderr: TextIO | None = None)
     except KeyboardInterrupt:
         print("interrupted", file=err)
         return ExitCode.SIGINT
-    except Terminated:
+    except Terminated as signalled:
         print("terminated", file=err)
-        return ExitCode.SIGTERM
+        return interrupted(signalled.signum)  # 143 for SIGTERM, 129 for SIGHUP
     except BrokenPipeError:
         # `... | head`: the reader has what it wanted; nothing to report, and the
         # interpreter's last flush must not raise again.

@@ -3,7 +3,7 @@
 Each runs its CLI module exactly as its `python -m` form does: through
 `tierops.entry.launch`, which imports the module (so an interrupt during the imports is
 handled too), keeps output readable in any locale, ends a closed pipe with 141 and a
-signal with 130 or 143 and one line. Nothing else is imported here, so `--help` stays
+signal with 129, 130 or 143 and one line. Nothing else is imported here, so `--help` stays
 as fast as `python -m ... --help`.
 """
 

@@ -8,9 +8,9 @@
   as Python's UTF-8 mode gives it, so JSON output stays JSON;
 - a closed pipe (`| head`) ends the run quietly with 141 (128 + SIGPIPE, as a shell
   reports a tool that SIGPIPE ended), never an internal error;
-- Ctrl-C and SIGTERM, also during the imports, unwind the stack like an exception, so
-  every `finally` runs (temporary files removed), and end with 130 or 143 and one line,
-  never a traceback.
+- Ctrl-C, SIGTERM and SIGHUP, also during the imports, unwind the stack like an
+  exception, so every `finally` runs (temporary files removed), and end with 130, 143
+  or 129 and one line, never a traceback.
 
 Only this module installs signal handlers, and only in the process's main thread.
 """
@@ -31,7 +31,6 @@ from typing import NoReturn, TextIO
 # These mirror tierops.exitcodes; that module is not imported here so that an interrupt
 # during the first imports is already handled.
 _SIGINT_EXIT = 128 + signal.SIGINT
-_SIGTERM_EXIT = 128 + signal.SIGTERM
 _PIPE_EXIT = 128 + signal.SIGPIPE
 
 
@@ -49,8 +48,10 @@ def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
 
 
 def install_signal_handlers() -> None:
-    """SIGTERM raises Terminated; SIGINT keeps Python's KeyboardInterrupt."""
+    """SIGTERM and SIGHUP (the terminal or SSH session gone) raise Terminated; SIGINT
+    keeps Python's KeyboardInterrupt."""
     signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGHUP, _raise_terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
@@ -167,9 +168,9 @@ def outcome(main: str | Callable[[], int]) -> int:
     except KeyboardInterrupt:
         _say("interrupted")
         return _SIGINT_EXIT
-    except Terminated:
+    except Terminated as signalled:
         _say("terminated")
-        return _SIGTERM_EXIT
+        return 128 + signalled.signum
     except BrokenPipeError:
         silence_stdout()
         return _PIPE_EXIT
@@ -187,8 +188,8 @@ def launch(main: str | Callable[[], int]) -> NoReturn:
         sys.stderr.flush()
     except KeyboardInterrupt:
         code = _SIGINT_EXIT
-    except Terminated:
-        code = _SIGTERM_EXIT
+    except Terminated as signalled:
+        code = 128 + signalled.signum
     except BrokenPipeError:
         silence_stdout()
         code = _PIPE_EXIT

@@ -13,7 +13,9 @@ class ExitCode(IntEnum):
     FINDINGS = 1  # stale/missing/orphaned files, validator findings, changes with --exit-code
     USAGE = 2  # usage error, unreadable input, refused generation
     INTERNAL = 3  # a bug in tierops: please report it with the output
-    # Interrupted by a signal: 128 + its number, the shell's convention (CI cancels with SIGTERM).
+    # Interrupted by a signal: 128 + its number, the shell's convention (CI cancels with SIGTERM;
+    # SIGHUP: the terminal or SSH session went away).
+    SIGHUP = 129
     SIGINT = 130
     PIPE = 141  # the reader closed the pipe (`| head`): ended quietly, as SIGPIPE would
     SIGTERM = 143
@@ -32,6 +34,6 @@ def epilog(findings: str) -> str:
         f"  1  {findings}\n"
         "  2  usage error, unreadable input, or refused generation\n"
         "  3  internal error (a bug in tierops; report it with the output)\n"
-        "  130/143  interrupted by SIGINT/SIGTERM (128 + the signal's number)\n"
+        "  129/130/143  ended by SIGHUP/SIGINT/SIGTERM (128 + the signal's number)\n"
         "  141  the reader closed the pipe (`| head`); ended quietly\n"
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -14,7 +13,6 @@ from rollout.rehearse.images import ensure_images
 from rollout.rehearse.run import Rehearsal
 from tierops import layout
 from tierops.cli import guarded, parse
-from tierops.entry import Terminated
 from tierops.errors import InputError, UsageError
 
 DESCRIPTION = """\
@@ -36,7 +34,7 @@ exit codes:
   1  a probe failed (its name, the reason and the container's last log lines are printed)
   2  usage error or unreadable input
   3  no Docker daemon can be had here (the reason is printed), or a bug in tierops
-  130/143  interrupted by SIGINT/SIGTERM (the stack is taken down first)
+  129/130/143  ended by SIGHUP/SIGINT/SIGTERM (the stack is taken down first)
 """
 
 
@@ -117,10 +115,6 @@ def progress(text: str) -> None:
         sys.stderr.flush()
 
 
-def _hangup(signum: int, frame: object) -> None:
-    raise Terminated
-
-
 def run(args: argparse.Namespace) -> int:
     files = args.files or layout.prod_files()
     if not files:
@@ -130,8 +124,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("no such file", where=str(file))
     env_file = args.env_file or layout.dummy_env()
     values = read_env(env_file) if (args.env_file or env_file.is_file()) else {}
-    # A closed terminal takes the stack down like Ctrl-C does.
-    signal.signal(signal.SIGHUP, _hangup)
     daemon = ensure_daemon(Path("/var/tmp/tierops-rehearse"))
     try:
         return _rehearse_all(files, values, say, args)

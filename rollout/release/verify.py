@@ -165,7 +165,7 @@ class _SignalGuard:
 
     def __enter__(self) -> _SignalGuard:
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 self._previous[sig] = signal.signal(sig, self._handle)
         return self
 

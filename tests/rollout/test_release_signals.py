@@ -105,6 +105,7 @@ def start_tag(
     [
         (signal.SIGTERM, "plain"),
         (signal.SIGINT, "plain"),
+        (signal.SIGHUP, "plain"),  # the terminal or SSH session of a manual run gone
         # A member that ignores SIGTERM gets SIGKILL after the grace period.
         (signal.SIGTERM, "ignore-term"),
     ],

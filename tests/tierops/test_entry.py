@@ -194,14 +194,20 @@ runpy.run_module("generators", run_name="__main__")
 """
 
 
-def test_sigterm_during_an_atomic_write_removes_the_temporary_file_and_exits_143(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGTERM, ExitCode.SIGTERM), (signal.SIGHUP, ExitCode.SIGHUP)]
+)
+def test_a_signal_during_an_atomic_write_removes_the_temporary_file(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    """SIGTERM (CI cancelling) and SIGHUP (the terminal or session gone) alike."""
     prod = tmp_path / "prod"
     prod.mkdir()
     proc, _ = _start(tmp_path, SLOW_WRITE, str(prod))
     assert [path.name for path in prod.iterdir() if path.name.endswith(".tmp")]  # caught mid-write
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == ExitCode.SIGTERM
+    assert proc.returncode == code
     assert b"Traceback" not in stderr
     assert stderr.decode().strip() == "terminated"
     assert list(prod.iterdir()) == []  # nothing half-written, no temporary file left
