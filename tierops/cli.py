@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import os
 import sys
@@ -63,14 +64,27 @@ def guarded(work: Callable[[], int], *, tool: str, stderr: TextIO | None = None)
         # interpreter's last flush must not raise again.
         silence_stdout()
         return ExitCode.PIPE
-    except Exception as exc:  # a bug: one line, the traceback only on request
-        print(
-            f"internal error: {type(exc).__name__}: {exc} "
-            f"(a bug in {tool}; rerun with TIEROPS_DEBUG=1 and report it)",
-            file=err,
-        )
-        if os.environ.get("TIEROPS_DEBUG"):
-            import traceback  # here: only this rare request pays for its import
+    except Exception as exc:  # a bug (or the machine's failure): one line
+        return _unexpected(exc, tool, err)
 
-            traceback.print_exc(file=err)
+
+_MACHINE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+
+
+def _unexpected(exc: Exception, tool: str, err: TextIO) -> int:
+    """Exit 3 either way. A full disk or a failing device while writing (the output, a
+    file) is the machine's fault, said in its own words; anything else is a bug, in one
+    line, its traceback only on request."""
+    if isinstance(exc, OSError) and exc.errno in _MACHINE_FAILURES:
+        print(f"cannot write: {exc.strerror}; free the space or fix the device, then rerun", file=err)
         return ExitCode.INTERNAL
+    print(
+        f"internal error: {type(exc).__name__}: {exc} "
+        f"(a bug in {tool}; rerun with TIEROPS_DEBUG=1 and report it)",
+        file=err,
+    )
+    if os.environ.get("TIEROPS_DEBUG"):
+        import traceback  # here: only this rare request pays for its import
+
+        traceback.print_exc(file=err)
+    return ExitCode.INTERNAL

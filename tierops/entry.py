@@ -32,6 +32,7 @@ from typing import NoReturn, TextIO
 # during the first imports is already handled.
 _SIGINT_EXIT = 128 + signal.SIGINT
 _PIPE_EXIT = 128 + signal.SIGPIPE
+_WRITE_FAILED_EXIT = 3  # the exit-code table's 3: a failed write
 
 
 class Terminated(BaseException):
@@ -174,6 +175,10 @@ def outcome(main: str | Callable[[], int]) -> int:
     except BrokenPipeError:
         silence_stdout()
         return _PIPE_EXIT
+    except OSError as error:  # the output's last flush failed: a full disk, a failing device
+        silence_stdout()
+        _say(f"cannot write the output: {error.strerror or error}")
+        return _WRITE_FAILED_EXIT
     return code
 
 
