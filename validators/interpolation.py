@@ -116,10 +116,13 @@ class _Lines:
 def _scalars(documents: Sequence[YMap]) -> Iterator[tuple[str, Span | None, Pos]]:
     """Every string compose interpolates: values, never mapping keys; shared (aliased) nodes once.
 
-    A scalar reached through an alias has no span of its own (it is written at its
-    anchor, and scanned there), so it is skipped."""
+    A scalar reached through an alias has no span of its own: it is scanned at its anchor
+    when the anchor is a value, and at the alias when the anchor is a mapping key (which
+    Compose does not interpolate there, but does as the value the alias repeats it as)."""
     stack: list[Any] = list(documents)
     seen: set[int] = set()
+    spanned: set[int] = set()
+    aliased: dict[int, tuple[str, Pos]] = {}
     while stack:
         node = stack.pop()
         if id(node) in seen:
@@ -127,18 +130,25 @@ def _scalars(documents: Sequence[YMap]) -> Iterator[tuple[str, Span | None, Pos]
         seen.add(id(node))
         if isinstance(node, YMap):
             for key, value in node.items():
-                if isinstance(value, str):
-                    if "$" in value and key in node.value_span:
-                        yield value, node.value_span[key], node.value_at(key)
-                else:
+                if not isinstance(value, str):
                     stack.append(value)
+                elif "$" in value and key in node.value_span:
+                    spanned.add(id(value))
+                    yield value, node.value_span[key], node.value_at(key)
+                elif "$" in value:
+                    aliased.setdefault(id(value), (value, node.value_at(key)))
         elif isinstance(node, YList):
             for index, value in enumerate(node):
-                if isinstance(value, str):
-                    if "$" in value and node.item_span[index] is not None:
-                        yield value, node.item_span[index], node.at(index)
-                else:
+                if not isinstance(value, str):
                     stack.append(value)
+                elif "$" in value and node.item_span[index] is not None:
+                    spanned.add(id(value))
+                    yield value, node.item_span[index], node.at(index)
+                elif "$" in value:
+                    aliased.setdefault(id(value), (value, node.at(index)))
+    for identity, (value, pos) in aliased.items():
+        if identity not in spanned:
+            yield value, None, pos
 
 
 def _profiles(documents: Sequence[YMap]) -> tuple[str, ...]:

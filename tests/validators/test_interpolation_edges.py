@@ -185,3 +185,22 @@ def test_nesting_past_the_budget_is_one_finding_and_never_handed_to_compose(
     out = capsys.readouterr().out
     assert code == 1 and "0 of 1 file(s) rendered; 1 problem(s)" in out
     assert all(len(line) < 1000 for line in out.splitlines())
+
+
+def test_a_key_s_anchor_repeated_as_a_value_is_interpolated_there_as_compose_does(
+    tmp_path: Path, pinned: ComposeBinary
+) -> None:
+    """Compose never interpolates a key, but does the value an alias repeats it as; a
+    value's own anchor and its alias are one reference, at the anchor."""
+    path = tmp_path / "edge.yaml"
+    path.write_text(
+        "services:\n  s:\n    image: busybox\n    environment:\n"
+        '      ? &k "${FROM_KEY}"\n      : v\n      OTHER: *k\n      A: &v "${FROM_VALUE}"\n      B: *v\n',
+        encoding="utf-8",
+    )
+    env_file = tmp_path / "test.env"
+    env_file.write_text("", encoding="utf-8")
+    result = run_config(pinned, path, env_file=env_file)
+    assert result.ok and _unset(result) == {"FROM_KEY", "FROM_VALUE"}
+    scan = scan_file(path, "edge.yaml")
+    assert [(ref.name, ref.line) for ref in scan.references] == [("FROM_KEY", 7), ("FROM_VALUE", 8)]
