@@ -113,6 +113,17 @@ class _Lines:
         return row + 1, offset - self._starts[row] + 1
 
 
+def _children(node: Any) -> Iterator[tuple[Any, Span | None, Pos]]:
+    """A mapping's values or a list's items, each with its span (None when reached
+    through an alias) and position; nothing for a scalar."""
+    if isinstance(node, YMap):
+        for key, value in node.items():
+            yield value, node.value_span.get(key), node.value_at(key)
+    elif isinstance(node, YList):
+        for index, value in enumerate(node):
+            yield value, node.item_span[index], node.at(index)
+
+
 def _scalars(documents: Sequence[YMap]) -> Iterator[tuple[str, Span | None, Pos]]:
     """Every string compose interpolates: values, never mapping keys; shared (aliased) nodes once.
 
@@ -128,24 +139,14 @@ def _scalars(documents: Sequence[YMap]) -> Iterator[tuple[str, Span | None, Pos]
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, YMap):
-            for key, value in node.items():
-                if not isinstance(value, str):
-                    stack.append(value)
-                elif "$" in value and key in node.value_span:
-                    spanned.add(id(value))
-                    yield value, node.value_span[key], node.value_at(key)
-                elif "$" in value:
-                    aliased.setdefault(id(value), (value, node.value_at(key)))
-        elif isinstance(node, YList):
-            for index, value in enumerate(node):
-                if not isinstance(value, str):
-                    stack.append(value)
-                elif "$" in value and node.item_span[index] is not None:
-                    spanned.add(id(value))
-                    yield value, node.item_span[index], node.at(index)
-                elif "$" in value:
-                    aliased.setdefault(id(value), (value, node.at(index)))
+        for value, span, pos in _children(node):
+            if not isinstance(value, str):
+                stack.append(value)
+            elif "$" in value and span is not None:
+                spanned.add(id(value))
+                yield value, span, pos
+            elif "$" in value:
+                aliased.setdefault(id(value), (value, pos))
     for identity, (value, pos) in aliased.items():
         if identity not in spanned:
             yield value, None, pos
