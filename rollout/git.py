@@ -20,15 +20,48 @@ class GitError(TieropsError):
     """git refused or failed; the message carries git's own one-line reason."""
 
 
+# What `git rev-parse --local-env-vars` lists: variables that point git at another
+# repository, index or object store. A git hook sets some for its own repository (a
+# pre-commit hook's GIT_INDEX_FILE would make a worktree rewrite the clone's index), and
+# every command here names its repository itself.
+LOCAL_ENV = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_GRAFT_FILE",
+        "GIT_INDEX_FILE",
+        "GIT_NO_REPLACE_OBJECTS",
+        "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX",
+        "GIT_INTERNAL_SUPER_PREFIX",
+        "GIT_SHALLOW_FILE",
+        "GIT_COMMON_DIR",
+    }
+)
+
+
+def environment() -> dict[str, str]:
+    """The environment every git call runs in: the caller's, without LOCAL_ENV; the
+    objects as committed (`git replace` would make a record describe another tree than
+    the commit it tags); no terminal prompt (a remote asking for a password fails with a
+    line, never hangs a release job until its timeout)."""
+    env = {key: value for key, value in os.environ.items() if key not in LOCAL_ENV}
+    return {**env, "GIT_NO_REPLACE_OBJECTS": "1", "GIT_TERMINAL_PROMPT": "0"}
+
+
 def run(repo: Path, args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    # stdin closed and no terminal prompts: a remote asking for a password must fail with
-    # a line, not hang a release job until its timeout.
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = environment()
     try:
         proc = subprocess.run(
             ["git", *args],
             cwd=repo,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,  # with GIT_TERMINAL_PROMPT=0: nothing waits for input
             capture_output=True,
             # git's own bytes, whatever the locale: paths and messages are UTF-8 here, and
             # a byte that is not round-trips (surrogateescape) instead of crashing a run
@@ -162,16 +195,22 @@ def show(repo: Path, commit: str, path: str) -> bytes | None:
         cwd=repo,
         capture_output=True,
         check=False,
+        env=environment(),
     )
     return proc.stdout if proc.returncode == 0 else None
 
 
 def ls_files(repo: Path, commit: str, directory: str) -> list[str]:
-    """Paths (repository-relative) of files directly under `directory` at `commit`."""
-    proc = run(repo, ["ls-tree", "-z", "--name-only", f"{commit}:{directory}"], check=False)
+    """Paths (repository-relative) of files directly under `directory` at `commit`: its
+    blobs, never a directory (or submodule) whose name looks like a file's."""
+    proc = run(repo, ["ls-tree", "-z", f"{commit}:{directory}"], check=False)
     if proc.returncode != 0:
         return []
-    return sorted(f"{directory.rstrip('/')}/{name}" for name in proc.stdout.split("\0") if name)
+    # Each entry: "<mode> <type> <object>\t<name>".
+    entries = (entry.split("\t", 1) for entry in proc.stdout.split("\0") if "\t" in entry)
+    return sorted(
+        f"{directory.rstrip('/')}/{name}" for info, name in entries if info.split(" ")[1:2] == ["blob"]
+    )
 
 
 def is_clean(repo: Path) -> bool:

@@ -348,7 +348,12 @@ def protect_file_at_tags(repo: Path, file: str, found: tagset.TagSet) -> None:
         return
     specs = "".join(f"{commit}:{file}\n" for commit in dict.fromkeys(commits))
     proc = subprocess.run(
-        ["git", "cat-file", "--batch"], input=specs.encode(), cwd=repo, capture_output=True, check=False
+        ["git", "cat-file", "--batch"],
+        input=specs.encode(),
+        cwd=repo,
+        capture_output=True,
+        check=False,
+        env=git.environment(),
     )
     out, at = proc.stdout, 0
     while at < len(out):

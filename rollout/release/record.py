@@ -195,6 +195,10 @@ def parse_message(text: str) -> Record | None:
     check_matrix = fields.get("check-matrix")
     if check_matrix is not None and not CHECK_MATRIX.fullmatch(check_matrix):
         raise RecordError(f"malformed check-matrix line {check_matrix!r} (want sha256:<64 hex>)")
+    if not digests:
+        # `release tag` never writes one (record_for_commit refuses): a hand-made record
+        # of no services would make every file "absent" at that tag.
+        raise RecordError("no 'service:' line")
     return Record(commit, fields.get("verify", "unknown"), digests, check_matrix)
 
 

@@ -30,6 +30,7 @@ The write side of git lives here and only here. Rules:
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ from rollout.release.tagset import (
     refuse_shallow,
     version_order,
 )
+from tierops.entry import Terminated
 from tierops.errors import RefusedError, UsageError
 
 MAX_ATTEMPTS = 5
@@ -226,6 +228,7 @@ def _tag_objects(repo: Path, objects: Sequence[str]) -> dict[str, tuple[dict[str
         input="".join(f"{obj}\n" for obj in objects).encode("ascii"),
         capture_output=True,
         check=False,
+        env=git.environment(),
     )
     if proc.returncode != 0:
         raise git.GitError(f"git cat-file --batch: {proc.stderr.decode(errors='replace').strip()}")
@@ -430,14 +433,24 @@ def create(
         name, passed = tags.next_name()
         skipped.update((tag.name, tag) for tag in passed if tag.name not in lost)
         obj = make_tag_object(repo, commit, name, message(name))
-        if plan.push and plan.remote:
-            pushed = push_ref(repo, plan.remote, obj, name)
-            if pushed == "taken":
-                lost.append(name)
-                continue
-            if pushed == "same":
-                return Created(commit, name, plan.remote, True, tuple(lost), tuple(skipped.values()))
-        create_ref(repo, name, obj, pushed_to=plan.remote if plan.push else None)
+        try:
+            if plan.push and plan.remote:
+                pushed = push_ref(repo, plan.remote, obj, name)
+                if pushed == "taken":
+                    lost.append(name)
+                    continue
+                if pushed == "same":
+                    return Created(commit, name, plan.remote, True, tuple(lost), tuple(skipped.values()))
+            create_ref(repo, name, obj, pushed_to=plan.remote if plan.push else None)
+        except (KeyboardInterrupt, Terminated):
+            if plan.push and plan.remote:
+                # The push may have landed before the signal: say where to look.
+                print(
+                    f"interrupted while tagging {commit[:12]} as {name}: {plan.remote} may have it "
+                    f"now and this clone not; `git fetch {plan.remote} tag {name}` brings it here",
+                    file=sys.stderr,
+                )
+            raise
         pushed_to = plan.remote if plan.push else None
         return Created(commit, name, pushed_to, False, tuple(lost), tuple(skipped.values()))
     raise RefusedError(
@@ -462,6 +475,7 @@ def make_tag_object(repo: Path, commit: str, name: str, message: str) -> str:
         encoding="utf-8",
         errors="surrogateescape",
         check=False,
+        env=git.environment(),
     )
     if proc.returncode != 0:
         raise git.GitError(f"git mktag: {proc.stderr.strip() or proc.returncode}")

@@ -138,7 +138,10 @@ def check_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {
         key: value
         for key, value in environ.items()
-        if key != "VIRTUAL_ENV" and not _GIT_CREDENTIAL_ENV.match(key) and not secret_key(key)
+        if key != "VIRTUAL_ENV"
+        and key not in git.LOCAL_ENV  # the check's git reads its worktree, never the caller's repository
+        and not _GIT_CREDENTIAL_ENV.match(key)
+        and not secret_key(key)
     }
 
 

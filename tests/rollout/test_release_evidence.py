@@ -87,13 +87,21 @@ def test_history_shows_the_evidence_of_each_tag_and_a_dash_for_none(
 
 
 def test_an_old_record_without_the_line_still_reads() -> None:
-    old = f"release v0.0.3 of {'a' * 12}\n\ntierops-release: 1\ncommit: {'a' * 40}\nverify: passed: nox -s check\n"
+    old = (
+        f"release v0.0.3 of {'a' * 12}\n\ntierops-release: 1\ncommit: {'a' * 40}\nverify: passed: nox -s check\n"
+        f"service: prod/x.yaml s {'d' * 12}\n"
+    )
     record = release.parse_message(old)
     assert record is not None and record.check_matrix is None and record.verified
+    # A record of no services is never written by `release tag`: a hand-made one is no release.
+    with pytest.raises(release.RecordError, match="no 'service:' line"):
+        release.parse_message(old.replace(f"service: prod/x.yaml s {'d' * 12}\n", ""))
 
 
 def test_the_line_survives_formatting_and_parsing_and_a_malformed_one_is_refused() -> None:
-    record = release.Record("b" * 40, release.VERIFY_PASSED, {}, "sha256:" + "c" * 64)
+    record = release.Record(
+        "b" * 40, release.VERIFY_PASSED, {"prod/x.yaml": {"s": "d" * 12}}, "sha256:" + "c" * 64
+    )
     assert release.parse_message(release.format_message("v0.0.4", record)) == record
     broken = release.format_message("v0.0.4", record).replace("c" * 64, "not-a-digest")
     with pytest.raises(release.RecordError, match="malformed check-matrix line"):

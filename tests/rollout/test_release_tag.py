@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,7 @@ from tests.rollout.release_world import (
     VIA_CHECK,
     World,
     days,
+    edit_services,
     git,
     release_base,
     set_flag,
@@ -38,7 +41,9 @@ from tests.rollout.release_world import (
     tagged_commits,
     without_progress,
 )
+from tierops.entry import Terminated
 from tierops.errors import RefusedError
+from tierops.exitcodes import ExitCode
 
 
 def tag(repo: Path, *args: str) -> int:
@@ -868,3 +873,73 @@ def test_a_prod_file_name_with_a_line_break_is_refused_before_any_tag(
     err = capsys.readouterr().err
     assert "\\u000a" in err and "control or invisible character" in err and len(err.splitlines()) == 1
     assert world.remote_tags() == {} and world.local_tags(world.a) == {}
+
+
+def test_a_replaced_commit_is_recorded_as_committed_not_as_its_replacement(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`git replace` makes git show another tree for a commit; a tag's record must hash
+    what the commit holds, or a rollback to it would restore something else."""
+    first_release(world, capsys)
+    head = world.commit(world.a, "r2: 24", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    # A commit with the same parent whose prod file says 16, put in place of HEAD.
+    edit_services(world.a / LONG, set_flag(R2, "--max-running-requests", "16"))
+    git(world.a, "add", LONG)
+    tree = git(world.a, "write-tree")
+    git(world.a, "reset", "-q", "--hard", "HEAD")
+    impostor = git(world.a, "commit-tree", tree, "-p", f"{head}~1", "-m", "impostor")
+    committed = git(world.a, "show", f"{head}:{LONG}")
+    git(world.a, "replace", head, impostor)
+    assert git(world.a, "show", f"{head}:{LONG}") != committed  # git now shows the impostor's file
+
+    assert tag(world.a) == 0
+
+    message = git(world.a, "cat-file", "-p", "v0.0.2").split("\n\n", 1)[1]
+    git(world.a, "replace", "-d", head)
+    recorded = release.parse_message(message)
+    assert recorded is not None and recorded.digests == release.record_for_commit(world.a, head, "x").digests
+
+
+def test_a_hook_s_index_variable_never_rewrites_the_clone_s_index(
+    world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git sets GIT_INDEX_FILE for a pre-commit hook; the check's worktree must not write
+    the clone's own index with it."""
+    first_release(world, capsys)
+    world.commit(world.a, "r2: 24", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    world.commit(world.a, "r2: 16", T0 + days(2), edit=set_flag(R2, "--max-running-requests", "16"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(world.a / ".git" / "index"))
+    assert tag(world.a, "--verify-command", "false") == 1
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert git(world.a, "status", "--porcelain") == ""
+
+
+def test_a_directory_named_like_a_prod_file_is_not_a_prod_file(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A backfill reads each commit's prod files: a directory `prod/x.yaml/` there is no
+    file to hash (it stopped the run after earlier tags were made)."""
+    first_release(world, capsys)
+    text = (world.a / LONG).read_text(encoding="utf-8")
+    world.commit(world.a, "a directory", T0 + days(1), extra={"prod/odd.yaml/inner.yaml": text})
+    assert tag(world.a) == 0
+    assert "v0.0.2" in tagged_commits(world.a)
+
+
+def test_a_signal_as_the_push_lands_says_where_the_tag_is(
+    world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM while `git push` runs: the remote may have the tag and the clone not."""
+    first_release(world, capsys)
+    world.commit(world.a, "r2: 24", T0 + days(1), edit=set_flag(R2, "--max-running-requests", "24"))
+    real_push = tags.push_ref
+
+    def push_then_signal(*args: Any, **kwargs: Any) -> str:
+        real_push(*args, **kwargs)
+        raise Terminated(signal.SIGTERM)
+
+    monkeypatch.setattr(tags, "push_ref", push_then_signal)
+    assert tag(world.a, "--push") == ExitCode.SIGTERM
+    err = capsys.readouterr().err
+    assert "origin may have it now and this clone not; `git fetch origin tag v0.0.2` brings it here" in err
+    assert "v0.0.2" in world.remote_tags() and "v0.0.2" not in world.local_tags(world.a)
