@@ -199,11 +199,21 @@ def _section(data: bytes) -> str | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    cut = len(text) > SHOWN_CHARACTERS
+    text = visible(_first_lines(text).replace("\r\n", "\n").replace("\x00", ""))
+    # `visible` writes a control as six characters and one beyond the BMP as twelve: the
+    # escaped text is cut again, so the costly pass reads at most SHOWN_CHARACTERS.
+    cut = cut or len(text) > SHOWN_CHARACTERS
+    return defuse(_first_lines(text)) + (CUT_NOTE if cut else "")
+
+
+def _first_lines(text: str) -> str:
+    """At most SHOWN_CHARACTERS of `text`, ended at its last newline there (`defuse`
+    shows a lone \r as text), else inside one long line."""
     if len(text) <= SHOWN_CHARACTERS:
-        return defuse(text)
-    # At the last newline (`defuse` shows a lone \r as text), else inside one long line.
+        return text
     end = text.rfind("\n", 0, SHOWN_CHARACTERS) + 1
-    return defuse(text[: end or SHOWN_CHARACTERS]) + CUT_NOTE
+    return text[: end or SHOWN_CHARACTERS]
 
 
 def load_artifact(directory: Path, schema: Mapping[str, Any] | None = None) -> Artifact:
@@ -218,7 +228,12 @@ def load_artifact(directory: Path, schema: Mapping[str, Any] | None = None) -> A
     if problems:
         raise InputError(
             f"{RECORD_NAME} does not match ci/check-matrix.schema.json: {problems[0]}"
-            + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+            + (f" (and {len(problems) - 1} more)" if 1 < len(problems) < record_schema.MAX_ERRORS else "")
+            + (
+                f" (and at least {len(problems) - 1} more)"
+                if len(problems) >= record_schema.MAX_ERRORS
+                else ""
+            ),
             where="the artifact",
         )
     info_raw = _read_limited(directory, "pull-request.json")

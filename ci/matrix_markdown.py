@@ -247,7 +247,8 @@ def render(
                 high = middle - 1
         rows, left_out = table(record, low)
         more = f"_{left_out} more prod file(s): see the step summary._\n"
-        return head + rows + "\n" + more + "\n" + note + end
+        shown = head + rows + "\n" + more + "\n" + note + end
+        return shown if size(shown) <= limit else head + note + end  # never past the limit
     budget = limit - fixed - size(rows) - wrappers - 1
     sizes = {key: size(texts[key].rstrip()) for key, _ in SECTIONS}
     share = budget // 2

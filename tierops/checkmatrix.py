@@ -125,9 +125,10 @@ def _failed(stage: Mapping[str, Any], clean: Callable[[str], str], shown: Callab
     repository = stage.get("repository") or {}
     counts = repository.get("counts") or {} if isinstance(repository, Mapping) else {}
     if stage.get("name") == "tests":
-        parts = [f"{counts['failed']} failed"] if counts.get("failed") else []
-        if counts.get("errors"):
-            parts.append(f"{counts['errors']} error{'s' if counts['errors'] != 1 else ''}")
+        failures, errors = int(counts.get("failed") or 0), int(counts.get("errors") or 0)
+        parts = [f"{failures} failed"] if failures else []
+        if errors:
+            parts.append(f"{errors} error{'s' if errors != 1 else ''}")
         return f"{name} ({', '.join(parts)})" if parts else name
     files = stage.get("files") or {}
     bad = [

@@ -12,7 +12,9 @@ nothing in it reaches past its end:
   own is text;
 - fences: only at the start of a line; one behind indentation, `>` or a list marker is
   escaped (its end would be its container's, which this does not model); an open fence
-  is closed at the end by the CommonMark rule (same character, at least as long);
+  is closed at the end by the CommonMark rule (same character, at least as long); an
+  info string other than the reports' (`diff`, `text`) becomes `text`, so no `mermaid`,
+  `geojson`, `stl` or `math` block renders as something live;
 - code spans: a run of backticks that no run of the same length closes on its line (or
   table cell) is escaped, so it cannot pair with one further down;
 - `<details>` left open are closed at the end; one inside a `<summary>` is text (the
@@ -124,6 +126,19 @@ def _fence_opened_by(line: str) -> _Fence | None:
     if marks[0] == "`" and "`" in info:  # not a fence: a backtick fence's info has none
         return None
     return _Fence(marks[0], len(marks))
+
+
+# The info strings the reports write. GitHub renders some others as something live (a
+# `mermaid` diagram can carry links, `geojson` and `stl` load viewers, `math` typesets).
+_FENCE_INFOS = frozenset({"", "diff", "text"})
+
+
+def _plain_fence(line: str) -> str:
+    """An opening fence line with an info string the reports use, else `text`."""
+    match = _FENCE_OPEN.fullmatch(line)
+    if match is None or match.group(3).strip() in _FENCE_INFOS:
+        return line
+    return match.group(1) + match.group(2) + "text"
 
 
 class _State:
@@ -294,7 +309,7 @@ def _line(line: str, state: _State) -> str:
         opened = _fence_opened_by(line)
         if opened is not None and not line.startswith(" "):
             state.fence = opened
-            return line
+            return _plain_fence(line)
         line = _heading_as_text(line)
         nested = _NESTED_FENCE.match(line)
         if nested is not None or opened is not None:

@@ -22,7 +22,7 @@ from markdown_it import MarkdownIt
 
 from ci import comment
 from ci.comment import load_artifact
-from ci.matrix_markdown import COMMENT_LIMIT, MARKER, cut, size
+from ci.matrix_markdown import COMMENT_LIMIT, MARKER, cut, render, size
 from tests.ci.matrix_records import plan_markdown, sample_record
 from tests.ci.test_comment import RUN_URL, write_artifact
 from tests.conftest import ROOT
@@ -485,3 +485,44 @@ def test_a_cut_where_every_shorter_prefix_needs_more_closers_is_linear() -> None
         "cut(text, 12 * n + 10 * n + 5)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=10, cwd=ROOT)
+
+
+def test_a_section_of_characters_that_escape_long_is_read_only_as_far_as_it_shows(tmp_path: Path) -> None:
+    """A control character is shown as six characters, one beyond the BMP as twelve:
+    the section is cut again after that, so the costly pass stays bounded."""
+    write_artifact(tmp_path, diff="\U0001d173\n" * (comment.SHOWN_CHARACTERS // 2))  # 655,360 bytes
+    artifact = load_artifact(tmp_path)
+    assert artifact.diff_markdown is not None
+    assert len(artifact.diff_markdown) <= comment.SHOWN_CHARACTERS + len(comment.CUT_NOTE) + 100
+    assert artifact.diff_markdown.endswith(comment.CUT_NOTE)
+
+
+def test_a_count_past_a_billion_is_not_a_count(tmp_path: Path) -> None:
+    record = copy.deepcopy(sample_record())
+    stage = next(stage for stage in record["stages"] if stage["name"] == "lint")
+    stage["repository"]["counts"] = {"a": 10**9}
+    write_artifact(tmp_path, record=record)
+    with pytest.raises(InputError, match="is more than 999999999"):
+        load_artifact(tmp_path)
+
+
+def test_a_body_never_passes_the_limit_even_for_a_record_the_schema_would_refuse() -> None:
+    record = copy.deepcopy(sample_record())
+    for stage in record["stages"]:
+        stage["repository"]["counts"] = {key: int("9" * 4000) for key in "abcd"}
+    body = render(record, "x\n", "y\n", limit=COMMENT_LIMIT, marker=True)
+    assert size(body) <= COMMENT_LIMIT and body.startswith(MARKER)
+
+
+@pytest.mark.parametrize("info", ["mermaid", "geojson", "topojson", "stl", "math", "mermaid {click}"])
+def test_a_fence_github_would_render_as_something_live_is_plain_text(info: str) -> None:
+    shown = inert(f'```{info}\ngraph TD; A-->B; click A href "https://evil.example"\n```\n')
+    assert shown.startswith("```text\n")
+
+
+def test_a_record_with_more_problems_than_are_listed_says_at_least(tmp_path: Path) -> None:
+    record = copy.deepcopy(sample_record())
+    record["files"] = [f"not a prod file {number}" for number in range(100)]
+    write_artifact(tmp_path, record=record)
+    with pytest.raises(InputError, match=r"\(and at least 19 more\)"):
+        load_artifact(tmp_path)
