@@ -13,6 +13,7 @@ from rollout.diff.snapshot import read_snapshot, resolve_head
 from rollout.plan.deploy import TOKEN_ENV, load_endpoints
 from rollout.release import tagset
 from rollout.release.status import render_json, render_text, status
+from tierops.entry import visible
 from tierops.errors import UsageError
 from tierops.exitcodes import ExitCode, epilog
 
@@ -48,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
     hosts = load_endpoints(args.endpoints, token)
     placements = fleet_placements(repo, read_snapshot(repo, resolve_head(repo, None), ()))
     seen = status(repo, hosts, placements, tagset.read_tags(repo))
-    if args.format == "json":
-        print(json.dumps(render_json(seen), indent=2))
-    else:
-        print(render_text(seen), end="")
+    # What the hosts said (a tag, a file name) is theirs: the token masked, controls escaped.
+    text = json.dumps(render_json(seen), indent=2) + "\n" if args.format == "json" else render_text(seen)
+    print(visible(text).replace(token, "<token>"), end="")
     return ExitCode.FINDINGS if any(entry.drift for entry in seen) else ExitCode.OK

@@ -27,6 +27,7 @@ import json
 import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,10 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from rollout.plan import deployer
+from tierops.entry import visible
 from tierops.errors import RefusedError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode
 
 TOKEN_ENV = "COMPOSE_MANAGER_TOKEN"
+# The most a reply (or one line of a stream) may hold: compose-manager's are a few KiB;
+# more is not its reply, and is not read into memory.
+REPLY_LIMIT = 16 << 20
 PLAN_FORMAT = "tierops.rollout.plan/2"
 WAIT_REPORT = 30.0  # seconds between the lines that say a verification still waits
 API_KINDS = frozenset({"running", "healthy", "image", "label", "server_args"})
@@ -54,12 +59,31 @@ class CallFailed(TieropsError):
     """compose-manager refused a call, or a step's result is not what the plan promised."""
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect would carry the bearer token to whatever host it names: refused (the
+    3xx then fails the call like any other status)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects())
+
+
 @dataclass(frozen=True)
 class Host:
     name: str
     url: str
     token: str
     timeout: float = 3600.0  # an up waits for a container start; a pull can take long
+
+    def shown(self, text: object) -> str:
+        """Text a host sent, for one line of output: the token masked, controls escaped,
+        bounded."""
+        line = visible(str(text)).replace("\n", "\\u000a")
+        if self.token:
+            line = line.replace(self.token, "<token>")
+        return line if len(line) <= 300 else line[:297] + "..."
 
     def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -68,35 +92,62 @@ class Host:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            return urllib.request.urlopen(request, timeout=self.timeout)
+            return _OPENER.open(request, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             with exc:
                 try:
-                    message = json.loads(exc.read() or b"{}").get("error") or exc.reason
-                except ValueError:
-                    message = exc.reason
-            raise CallFailed(f"{self.name}: {method} {path}: HTTP {exc.code}: {message}") from None
+                    reply = json.loads(exc.read(REPLY_LIMIT) or b"{}")
+                except (ValueError, RecursionError):
+                    reply = None
+            message = (reply.get("error") if isinstance(reply, dict) else None) or exc.reason
+            if 300 <= exc.code < 400:
+                message = (
+                    f"a redirect to {exc.headers.get('Location')!r}, not followed (it would carry the token)"
+                )
+            raise CallFailed(
+                f"{self.name}: {method} {path}: HTTP {exc.code}: {self.shown(message)}"
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise Unreachable(f"{self.name} ({self.url}) does not answer: {reason}") from None
+            raise Unreachable(f"{self.name} ({self.url}) does not answer: {self.shown(reason)}") from None
+
+    def _object(self, raw: bytes, method: str, path: str) -> dict[str, Any]:
+        """One JSON object of a reply; CallFailed (the normal failure path, with its undo)
+        for anything else."""
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            value = None
+        if not isinstance(value, dict):
+            raise CallFailed(
+                f"{self.name}: {method} {path}: not a reply of compose-manager (a JSON object): "
+                f"{self.shown(raw[:80].decode('utf-8', 'replace'))}"
+            )
+        return value
+
+    def _read(self, response: Any, method: str, path: str) -> bytes:
+        raw: bytes = response.read(REPLY_LIMIT + 1)
+        if len(raw) > REPLY_LIMIT:
+            raise CallFailed(f"{self.name}: {method} {path}: a reply of more than {REPLY_LIMIT} bytes")
+        return raw
 
     def get(self, path: str) -> dict[str, Any]:
         with self._request("GET", path) as response:
-            result: dict[str, Any] = json.loads(response.read())
-            return result
+            return self._object(self._read(response, "GET", path), "GET", path)
 
     def post_json(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         with self._request("POST", path, body) as response:
-            result: dict[str, Any] = json.loads(response.read())
-            return result
+            return self._object(self._read(response, "POST", path), "POST", path)
 
     def stream(self, endpoint: str, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         """The NDJSON events of a compose call, as they arrive."""
         method, path = endpoint.split(" ", 1)
         with self._request(method, path, body) as response:
-            for line in response:
+            while line := response.readline(REPLY_LIMIT + 1):
+                if len(line) > REPLY_LIMIT:
+                    raise CallFailed(f"{self.name}: {endpoint}: an event of more than {REPLY_LIMIT} bytes")
                 if line.strip():
-                    yield json.loads(line)
+                    yield self._object(line, method, path)
 
 
 @dataclass
@@ -144,13 +195,34 @@ def load_endpoints(path: Path, token: str) -> dict[str, Host]:
         documents = load_path(path).documents
     except LoadError as exc:
         raise UsageError(f"{path}:{exc.pos}: {exc.message}") from None
-    raw = documents[0] if documents else {}
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise UsageError(f"{path}: an endpoints file is one mapping of HOST: URL")
     hosts: dict[str, Host] = {}
-    for name, url in raw.items():
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise UsageError(f"{path}: host {name}: the endpoint must be an http(s) URL, not {url!r}")
+    for name, url in documents[0].items():
+        problem = _url_problem(url)
+        if problem:
+            shown = visible(url if isinstance(url, str) and "@" not in url else "<not shown>")
+            raise UsageError(f"{path}: host {visible(str(name))}: the endpoint {problem}: {shown}")
         hosts[str(name)] = Host(str(name), url, token)
     return hosts
+
+
+def _url_problem(url: object) -> str | None:
+    """Why `url` is no endpoint, or None."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return "must be an http(s) URL"
+    if not url.isprintable() or " " in url:
+        return "holds a space or a control character"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018  # raises ValueError for a port that is not one
+    except ValueError:
+        return "is not a URL (its host or port cannot be read)"
+    if "@" in parts.netloc:
+        return "must not hold a user or password (the token is the credential; it is not shown)"
+    if not parts.hostname:
+        return "names no host"
+    return None
 
 
 def plan_digest(path: Path) -> str:
@@ -210,10 +282,15 @@ class Applier:
                     f"no endpoint for {', '.join(missing)} (add HOST: URL to the endpoints file)"
                 )
         for name in dict.fromkeys(host for file in files for host in file["hosts"]):
-            in_flight = self.hosts[name].get("/status").get("in_flight")
+            try:
+                in_flight = self.hosts[name].get("/status").get("in_flight")
+            except CallFailed as exc:
+                # Before any call: the host answers but cannot be read, like one that does not answer.
+                raise Unreachable(f"{exc}; nothing was sent") from None
             if in_flight:
+                action = in_flight.get("action") if isinstance(in_flight, dict) else None
                 raise RefusedError(
-                    f"{name}: compose-manager runs {in_flight.get('action', 'an operation')} now; "
+                    f"{name}: compose-manager runs {self.hosts[name].shown(action or 'an operation')} now; "
                     "apply starts only on an idle host",
                     hint="wait for it to finish (GET /status), then run apply again",
                 )
@@ -261,7 +338,7 @@ class Applier:
         for event in host.stream(step["endpoint"], step["payload"]):
             events.append(event)
             if event.get("event") in ("stdout", "stderr"):
-                self.report(f"      {event.get('data', '')}")
+                self.report(f"      {host.shown(event.get('data', ''))}")
         done = next((event for event in events if event.get("event") == "done"), None)
         if done is None or not done.get("success"):
             code = done.get("exit_code") if done else "no done event"
@@ -383,6 +460,10 @@ def preview_mismatch(plan: Mapping[str, Any] | None, project: str, service: str,
     are containers: the service's `container_name`, or Compose's PROJECT-SERVICE-N."""
     if plan is None:
         return "no `plan` event"
+    if not isinstance(plan, Mapping) or not all(
+        isinstance(names, list) and all(isinstance(name, str) for name in names) for names in plan.values()
+    ):
+        return "the `plan` event is not a mapping of verdicts to container names"
     buckets: Mapping[str, Sequence[str]] = plan
     pattern = re.compile(
         rf"(?:Container )?(?:{re.escape(service)}|{re.escape(project)}-{re.escape(service)}-\d+)"

@@ -87,7 +87,11 @@ def _one(
     def say(what: str, service: str = "") -> None:
         drift.append(Drift(host, project, file, service, what))
 
-    deployed = ((version.get("projects") or {}).get(project) or {}).get("current") or {}
+    # A host's reply of another shape reads as nothing deployed, never as a crash.
+    projects = version.get("projects")
+    entry = projects.get(project) if isinstance(projects, dict) else None
+    current = entry.get("current") if isinstance(entry, dict) else None
+    deployed = current if isinstance(current, dict) else {}
     if not deployed and project == deployer.load().default_project and version.get("tag"):
         deployed = {key: version.get(key) for key in ("tag", "file", "file_sha256")}
     with_file = [tag for tag in tags.releases if file in tag.record.digests]
