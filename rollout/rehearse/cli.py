@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_timeout,
         help="seconds to wait for health (default: from the file's healthchecks, at most 600)",
     )
     parser.add_argument(
@@ -67,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
         help="stand-in engines answer 503 for this long after they start, as a loading engine does (default: 0)",
     )
     return parser
+
+
+def _timeout(text: str) -> float:
+    value = _seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 (excluded) to 3600")
+    return value
 
 
 def _seconds(text: str) -> float:

@@ -9,6 +9,7 @@ DOCKER_CONFIG, so the operator's own Docker configuration is neither read nor ch
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -144,6 +145,7 @@ def compose_docker() -> Docker:
     if len(compose.argv) == 1:
         if not _config:
             config = Path(tempfile.mkdtemp(prefix="tierops-rehearse-docker-config-"))
+            atexit.register(shutil.rmtree, config, ignore_errors=True)  # one a process, removed at its end
             (config / "cli-plugins").mkdir()
             (config / "cli-plugins" / "docker-compose").symlink_to(compose.argv[0])
             _config.append(config)

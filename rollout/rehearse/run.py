@@ -13,6 +13,7 @@ A failed probe ends the rehearsal; the containers it names show their last log l
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -25,7 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -508,6 +509,12 @@ class Rehearsal:
         return f"{len(running)} containers stopped on SIGTERM in {took:.1f} s"
 
     def cleanup(self) -> None:
+        """The stack down (or kept), with SIGINT, SIGTERM and SIGHUP held until it is:
+        a second signal during the down would leave containers, networks and volumes."""
+        with signals_held():
+            self._cleanup()
+
+    def _cleanup(self) -> None:
         if self.keep:
             # The stop probe stopped them: the operator asked for a stack to look at.
             self.compose("start", timeout=300)
@@ -518,6 +525,17 @@ class Rehearsal:
         if self.override is not None:
             self.compose("down", "-v", "--remove-orphans", "--timeout", "2", timeout=300)
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Block the signals that end a run; one that arrives meanwhile is delivered after."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _flags(argv: list[str]) -> list[tuple[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,10 @@ def test_keep_leaves_the_stack_running_and_says_how_to_take_it_down(
         )
 
 
-def test_sigterm_mid_rehearsal_takes_the_stack_down_and_exits_143() -> None:
+@pytest.mark.parametrize("signals", [1, 2], ids=["once", "again during the clean-up"])
+def test_sigterm_mid_rehearsal_takes_the_stack_down_and_exits_143(signals: int) -> None:
+    """A second SIGTERM (an impatient operator, a CI runner's follow-up) while the stack
+    goes down must not cut the clean-up short."""
     daemon()
     proc = subprocess.Popen(
         [sys.executable, "-m", "rollout.rehearse", *ENV, str(FIXTURES / "good.yaml")],
@@ -144,6 +148,9 @@ def test_sigterm_mid_rehearsal_takes_the_stack_down_and_exits_143() -> None:
         if line.startswith("  ok   up "):
             proc.terminate()
             break
+    if signals == 2:
+        time.sleep(0.3)
+        proc.terminate()
     rest, _ = proc.communicate(timeout=120)
     out = "".join(seen) + rest
     assert proc.returncode == 143, out

@@ -160,6 +160,17 @@ def test_a_cold_start_out_of_range_is_a_usage_error(
     assert "is not a number of seconds from 0 to 3600" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value", ["nan", "-5", "0", "inf"])
+def test_a_health_timeout_that_is_no_positive_number_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """`nan` never compares past a deadline: the rehearsal waited forever."""
+    path = tmp_path / "x.yaml"
+    path.write_text("services: {}\n", encoding="utf-8")
+    assert main(["--timeout", value, str(path)]) == 2
+    assert "is not a number of seconds from 0" in capsys.readouterr().err
+
+
 def test_the_probe_under_way_is_a_live_line_on_a_terminal_and_nothing_in_a_pipe(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
