@@ -66,7 +66,8 @@ class Manager:
     # -- the prologue every call shares ---------------------------------------------------
 
     def tag_commit(self, tag: str) -> tuple[str, datetime]:
-        proc = self._git(["log", "-1", "--format=%H %cI", f"{tag}^{{commit}}", "--"])
+        # After --end-of-options a tag is never read as an option (`--output=FILE` wrote a file).
+        proc = self._git(["log", "-1", "--format=%H %cI", "--end-of-options", f"{tag}^{{commit}}", "--"])
         if proc.returncode != 0 or not proc.stdout.strip():
             raise Refused(400, f"tag not found: {tag}")
         sha, when = proc.stdout.split()
@@ -88,11 +89,23 @@ class Manager:
             raise Refused(400, f"compose project name {name!r} is reserved and cannot be overridden")
         return name
 
+    def services(self, body: Mapping[str, Any]) -> list[str]:
+        names = [str(name) for name in body.get("services") or ()]
+        flags = [name for name in names if name.startswith("-")]
+        if flags:
+            # Compose would read it as an option (`--help` ran instead of a down).
+            raise Refused(400, f"invalid service name {flags[0]!r}")
+        return names
+
     def env_file(self, body: Mapping[str, Any]) -> Path | None:
         env = body.get("env") or {}
+        if not isinstance(env, dict):
+            raise Refused(400, "env must be an object of strings")
         for key, value in env.items():
             if not re.fullmatch(deployer.load().env_name_pattern, key):
                 raise Refused(400, f"invalid env var key: {key!r}")
+            if not isinstance(value, str):
+                raise Refused(400, f"env var {key!r} value must be a string")
             if "\n" in value or "\r" in value:
                 raise Refused(400, f"env var {key!r} value must not contain newlines")
         if not env:
@@ -130,7 +143,7 @@ class Manager:
 
     def up(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         tag, file = str(body["tag"]), str(body.get("file") or "docker-compose.yml")
-        services = [str(name) for name in body.get("services") or ()]
+        services = self.services(body)
         sha, _ = self.tag_commit(tag)
         project = self.project(body)
         content = subprocess.run(
@@ -193,7 +206,7 @@ class Manager:
 
     def down(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         tag, file = str(body["tag"]), str(body.get("file") or "docker-compose.yml")
-        services = [str(name) for name in body.get("services") or ()]
+        services = self.services(body)
         self.tag_commit(tag)
         project = self.project(body)
         env = self.env_file(body)
@@ -229,7 +242,7 @@ class Manager:
     def logs(self, body: Mapping[str, Any]) -> str:
         """`POST /compose/logs`: like compose-manager's, it names no project (the default)."""
         file = str(body.get("file") or "docker-compose.yml")
-        services = [str(name) for name in body.get("services") or ()]
+        services = self.services(body)
         tail = str(int(body.get("tail") or 100))
         argv = self.command(
             self.default_project, file, ["logs", "--no-log-prefix", "--tail", tail], services, None

@@ -215,6 +215,15 @@ def test_the_local_manager_keeps_the_contract_rules(world: World) -> None:
         list(host.stream(deployer.UP, {"tag": "HEAD", "file": FILE, "project": "work"}))
     with pytest.raises(Exception, match="HTTP 401"):
         Host("local", world.url, "wrong").get("/status")
+    # Nothing a caller sends is read as an option by git or Compose, and env is strings.
+    planted = world.repo.parent / "planted"
+    with pytest.raises(Exception, match="tag not found"):
+        list(host.stream(deployer.UP, {"tag": f"--output={planted}", "file": FILE}))
+    assert not list(world.repo.parent.glob("planted*"))
+    with pytest.raises(Exception, match="invalid service name '--help'"):
+        list(host.stream(deployer.DOWN, {"tag": "HEAD", "file": FILE, "services": ["--help"]}))
+    with pytest.raises(Exception, match="must be a string"):
+        list(host.stream(deployer.UP, {"tag": "HEAD", "file": FILE, "env": {"A": 1}}))
 
 
 def test_the_dry_run_verdict_is_read_as_compose_manager_reads_it() -> None:
