@@ -36,9 +36,11 @@ if __name__ == "__main__":
     launch("ci.comment")
 
 import argparse
+import http.client
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -269,6 +271,22 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def _read_by(response: Any, deadline: float) -> bytes:
+    """At most RESPONSE_LIMIT + 1 bytes of a reply, read by `deadline` (a server that
+    sends one byte at a time never trips the per-read timeout)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= RESPONSE_LIMIT:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no whole reply within {TIMEOUT_S} s")
+        chunk = response.read1(min(1 << 16, RESPONSE_LIMIT + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 @dataclass(frozen=True)
 class Response:
     status: int
@@ -282,8 +300,13 @@ class GitHub:
     def __init__(self, base: str, token: str, repo: str) -> None:
         if not re.fullmatch(r"https?://[^\s/]+(/[^\s]*)?", base):
             raise UsageError(f"not an API URL: {base!r}")
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo) or any(
+            part in (".", "..") for part in repo.split("/")
+        ):
             raise UsageError(f"not a repository name: {repo!r} (want OWNER/NAME)")
+        if not re.fullmatch(r"[\x21-\x7e]+", token):
+            # Never printed: a token with a line break or a space is still a secret.
+            raise UsageError("GITHUB_TOKEN holds a character an HTTP header cannot carry (it is not shown)")
         self.base = base.rstrip("/")
         self.token = token
         self.repo = repo
@@ -300,19 +323,21 @@ class GitHub:
         request.add_header("User-Agent", "tierops-check-matrix")
         if data is not None:
             request.add_header("Content-Type", "application/json")
+        deadline = time.monotonic() + TIMEOUT_S  # the whole reply, not each read of it
         try:
             with self.opener.open(request, timeout=TIMEOUT_S) as response:
-                payload = response.read(RESPONSE_LIMIT + 1)
+                payload = _read_by(response, deadline)
                 status, headers = response.status, response.headers
         except urllib.error.HTTPError as error:
             raise GitHubError(f"{method} {_path(url)}: HTTP {error.code} {error.reason}") from None
-        except (urllib.error.URLError, OSError) as error:
-            raise GitHubError(f"{method} {_path(url)}: {error}") from None
+        # HTTPException and ValueError: a URL it cannot send, a reply it cannot read.
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:
+            raise GitHubError(f"{method} {_path(url)}: {visible(str(error))}") from None
         if len(payload) > RESPONSE_LIMIT:
             raise GitHubError(f"{method} {_path(url)}: response larger than {RESPONSE_LIMIT} bytes")
         try:
             parsed = json.loads(payload) if payload else None
-        except ValueError:
+        except (ValueError, RecursionError):
             raise GitHubError(f"{method} {_path(url)}: response is not JSON") from None
         return Response(status, parsed, headers)
 
@@ -392,7 +417,7 @@ def upsert(api: GitHub, number: int, body: str, author: str = DEFAULT_AUTHOR) ->
 
 def _id(comment: Any) -> int:
     value = comment.get("id") if isinstance(comment, dict) else None
-    if not isinstance(value, int):
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise GitHubError("a comment without an id")
     return value
 

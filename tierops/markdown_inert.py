@@ -21,8 +21,9 @@ nothing in it reaches past its end:
   summary's end would close it unseen);
 - mentions: `@name` in every spelling GitHub links (`&#64;name`, `x.@name`, `é@name`)
   gets a zero-width space after the `@`;
-- links: outside code, a `[` no backslash escapes is escaped (no link, image, footnote
-  or link definition), and a zero-width space breaks what GitHub would link by itself:
+- links: outside code, a `[` no backslash escapes is escaped (no link, image, footnote,
+  link definition or `[!NOTE]` alert, whose `!` is escaped too), and so is a `$` (no
+  math), and a zero-width space breaks what GitHub would link by itself:
   `https://`, `www.`, `mailto:`, `xmpp:`, the references `#123`, `owner/repo#123` and
   `GH-123`, and a commit as `user@SHA` or `owner/repo@SHA` (an address stays as
   written: a mail link reaches nobody; a bare commit id stays too: GitHub links it only
@@ -67,6 +68,8 @@ _MENTION = re.compile(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9]|&#?[A-Za-z0-9])")
 ZERO_WIDTH_SPACE = "\u200b"
 # A `[` after an even number of backslashes (none included): it opens a link or image.
 _OPEN_BRACKET = re.compile(r"(?<!\\)((?:\\\\)*)\[")
+# Likewise a `$`: GitHub typesets `$...$` and `$$...$$` as math (colours, sizes, boxes).
+_DOLLAR = re.compile(r"(?<!\\)((?:\\\\)*)\$")
 # What GitHub links in text with no markup at all: a URL scheme, `www.` and an issue
 # reference, also spelled with backslash escapes (`GH\-1` renders as `GH-1` before GitHub
 # looks); a zero-width space goes where it breaks the match.
@@ -216,10 +219,13 @@ def _escape_tags(text: str, state: _State, *, block: bool, at_start: bool = Fals
 
 
 def _text(text: str, state: _State, *, at_start: bool) -> str:
-    """Text outside code: tags escaped, no link, no self-linking text."""
+    """Text outside code: tags escaped, no link, alert or math, no self-linking text."""
     text = _escape_tags(text, state, block=False, at_start=at_start)
     if "[" in text:
-        text = _OPEN_BRACKET.sub(r"\1\\[", text)
+        # `\[!NOTE]` still makes an alert on GitHub; `\[\!NOTE]` does not.
+        text = _OPEN_BRACKET.sub(r"\1\\[", text).replace("\\[!", "\\[\\!")
+    if "$" in text:
+        text = _DOLLAR.sub(r"\1\\$", text)
     return _unlinked(text)
 
 
