@@ -61,6 +61,7 @@ from tierops.exitcodes import ExitCode, epilog
 from tierops.yamlload import COMPOSE_ONLY_HELP, LoadError, YMap, compose_files, load_path
 from validators.interpolation import (
     RULE_FAKE,
+    RULE_MISSING,
     RULE_SYNTAX,
     RULE_YAML,
     DummyEnv,
@@ -315,7 +316,7 @@ def _report_render(scan: FileScan, result: ConfigResult, rendered_dir: Path) -> 
             f"ok       {scan.shown}: {names} variables ({required} required), {result.seconds:.2f} s -> {layout.shown(target)}"
         )
         _print_warnings(result)
-        return []
+        return _unseen_variables(scan, result)
     # Never leave a render of an older version of the file where later checks read it
     # (a render: a directory the user names may hold a JSON file of theirs by that name).
     if _is_render(target):
@@ -360,6 +361,31 @@ def _unknown_key(scan: FileScan, error: str) -> tuple[int, int, str]:
         else []
     )
     return pos.line, pos.col, (f"; did you mean '{near[0]}'?" if near else "")
+
+
+# Compose's warning for a variable it read and found no value for.
+_NOT_SET = re.compile(r'The "(?P<name>[^"]+)" variable is not set\. Defaulting to a blank string\.')
+
+
+def _unseen_variables(scan: FileScan, result: ConfigResult) -> list[Problem]:
+    """A variable Compose found unset that this file does not name (it read it from a
+    file the file includes or extends, which this check does not read): dummy-missing,
+    as for one the file names, so no render passes with a value Compose left blank."""
+    named = {ref.name for ref in scan.references}
+    unseen = sorted(
+        {match["name"] for warning in result.warnings() if (match := _NOT_SET.fullmatch(warning))} - named
+    )
+    return [
+        Problem(
+            scan.shown,
+            1,
+            1,
+            RULE_MISSING,
+            f"Compose found {name} unset in a file this one includes or extends; add an obviously "
+            f"fake `{name}=dummy-...` line to the dummy values",
+        )
+        for name in unseen
+    ]
 
 
 def _print_warnings(result: ConfigResult) -> None:

@@ -204,3 +204,36 @@ def test_a_key_s_anchor_repeated_as_a_value_is_interpolated_there_as_compose_doe
     assert result.ok and _unset(result) == {"FROM_KEY", "FROM_VALUE"}
     scan = scan_file(path, "edge.yaml")
     assert [(ref.name, ref.line) for ref in scan.references] == [("FROM_KEY", 7), ("FROM_VALUE", 8)]
+
+
+@pytest.mark.parametrize(
+    "main_file",
+    [
+        "include: [inc.yaml]\nservices:\n  a:\n    image: busybox\n",
+        "services:\n  a:\n    extends: {file: inc.yaml, service: b}\n",
+    ],
+    ids=["include", "extends"],
+)
+def test_a_variable_compose_reads_from_an_included_file_needs_its_dummy_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], main_file: str
+) -> None:
+    """This check reads the file it is given; Compose also reads what it includes or
+    extends, and says which variable it found unset there: that is dummy-missing too."""
+    (tmp_path / "inc.yaml").write_text("services:\n  b:\n    image: busybox:${INC_ONLY}\n", encoding="utf-8")
+    path = tmp_path / "main.yaml"
+    path.write_text(main_file, encoding="utf-8")
+    env_file = tmp_path / "test.env"
+    env_file.write_text("OTHER=dummy-other\n", encoding="utf-8")
+    argv = [
+        "--compose",
+        "pinned",
+        "--env-file",
+        str(env_file),
+        "--rendered-dir",
+        str(tmp_path / "r"),
+        str(path),
+    ]
+    assert compose_main(argv) == 1
+    assert "Compose found INC_ONLY unset in a file this one includes or extends" in capsys.readouterr().out
+    env_file.write_text("INC_ONLY=dummy-inc\n", encoding="utf-8")
+    assert compose_main(argv) == 0
