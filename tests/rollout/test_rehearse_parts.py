@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import select
 import sys
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,11 @@ def test_the_probe_under_way_is_a_live_line_on_a_terminal_and_nothing_in_a_pipe(
         monkeypatch.setattr(sys, "stderr", terminal)
         rehearse_cli.progress("f.yaml: probe up (1 of 6)")
         rehearse_cli.say("  ok   up (0.1 s)")
-        shown = os.read(main_fd, 4096).decode()
+        # A pty may hand over each write separately: read until nothing more comes.
+        chunks = []
+        while select.select([main_fd], [], [], 0.5)[0]:
+            chunks.append(os.read(main_fd, 4096))
+        shown = b"".join(chunks).decode()
     os.close(main_fd)
     # written in place, then cleared before the result line
     assert shown == "\r\x1b[K  ...  f.yaml: probe up (1 of 6)\r\x1b[K"
