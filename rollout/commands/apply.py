@@ -56,9 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not (args.poll > 0 and args.wait > 0):  # NaN too: a wait that never ends or never reads
+    # NaN too (it compares false): a wait that never ends or never reads; and no more than
+    # a day, which `time.sleep` can take.
+    if not (0 < args.poll <= 86400 and 0 < args.wait <= 86400):
         raise UsageError(
-            f"--poll and --wait must be positive numbers of seconds (got {args.poll}, {args.wait})"
+            f"--poll and --wait must be numbers of seconds from 0 (excluded) to 86400 (got {args.poll}, {args.wait})"
         )
     token = os.environ.get(TOKEN_ENV, "")
     if not token:
@@ -67,15 +69,14 @@ def run(args: argparse.Namespace) -> int:
         )
     plan = load_plan(args.plan)
     hosts = load_endpoints(args.endpoints, token)
-    journal = Journal.open(
-        args.journal or args.plan.with_name(args.plan.name + ".journal"), plan_digest(args.plan)
-    )
 
     def report(line: str) -> None:
         print(line, flush=True)
 
-    applier = Applier(plan, hosts, journal, report, args.rollback_on_failure, args.wait, args.poll)
-    return ExitCode.OK if applier.run() else ExitCode.FINDINGS
+    path = args.journal or args.plan.with_name(args.plan.name + ".journal")
+    with Journal.open(path, plan_digest(args.plan)) as journal:
+        applier = Applier(plan, hosts, journal, report, args.rollback_on_failure, args.wait, args.poll)
+        return ExitCode.OK if applier.run() else ExitCode.FINDINGS
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from rollout import git
 from rollout.commands.plan import fleet_placements
@@ -39,6 +40,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
+def _masked(value: Any, token: str) -> Any:
+    """`value` (the report's few levels of lists and mappings) with the token masked in
+    every string."""
+    if isinstance(value, str):
+        return value.replace(token, "<token>")
+    if isinstance(value, list):
+        return [_masked(item, token) for item in value]
+    if isinstance(value, dict):
+        return {_masked(key, token): _masked(item, token) for key, item in value.items()}
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     token = os.environ.get(TOKEN_ENV, "")
     if not token:
@@ -49,7 +62,10 @@ def run(args: argparse.Namespace) -> int:
     hosts = load_endpoints(args.endpoints, token)
     placements = fleet_placements(repo, read_snapshot(repo, resolve_head(repo, None), ()))
     seen = status(repo, hosts, placements, tagset.read_tags(repo))
-    # What the hosts said (a tag, a file name) is theirs: the token masked, controls escaped.
-    text = json.dumps(render_json(seen), indent=2) + "\n" if args.format == "json" else render_text(seen)
-    print(visible(text).replace(token, "<token>"), end="")
+    # What the hosts said (a tag, a file name) is theirs: the token masked first (JSON and
+    # `visible` would escape a token's quote or accent past the mask), then escaped.
+    if args.format == "json":
+        print(json.dumps(_masked(render_json(seen), token), indent=2))
+    else:
+        print(visible(render_text(seen).replace(token, "<token>")), end="")
     return ExitCode.FINDINGS if any(entry.drift for entry in seen) else ExitCode.OK

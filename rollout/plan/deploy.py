@@ -22,6 +22,7 @@ Nothing here prints: the caller passes `report`.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import re
@@ -35,14 +36,20 @@ from pathlib import Path
 from typing import Any
 
 from rollout.plan import deployer
+from tierops.atomic import write_bytes_atomic
 from tierops.entry import visible
 from tierops.errors import RefusedError, TieropsError, UsageError
 from tierops.exitcodes import ExitCode
+from tierops.yamlload.files import read_regular
 
 TOKEN_ENV = "COMPOSE_MANAGER_TOKEN"
 # The most a reply (or one line of a stream) may hold: compose-manager's are a few KiB;
 # more is not its reply, and is not read into memory.
 REPLY_LIMIT = 16 << 20
+MAX_EVENTS = 1_000_000
+JOURNAL_LIMIT = (
+    16 << 20
+)  # a line a step: a journal this large is not one  # a compose call prints a line per container step, not millions
 PLAN_FORMAT = "tierops.rollout.plan/2"
 WAIT_REPORT = 30.0  # seconds between the lines that say a verification still waits
 API_KINDS = frozenset({"running", "healthy", "image", "label", "server_args"})
@@ -80,9 +87,8 @@ class Host:
     def shown(self, text: object) -> str:
         """Text a host sent, for one line of output: the token masked, controls escaped,
         bounded."""
-        line = visible(str(text)).replace("\n", "\\u000a")
-        if self.token:
-            line = line.replace(self.token, "<token>")
+        line = str(text).replace(self.token, "<token>") if self.token else str(text)
+        line = visible(line).replace("\n", "\\u000a")  # after the mask: it escapes what a token may hold
         return line if len(line) <= 300 else line[:297] + "..."
 
     def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
@@ -126,10 +132,20 @@ class Host:
         return value
 
     def _read(self, response: Any, method: str, path: str) -> bytes:
-        raw: bytes = response.read(REPLY_LIMIT + 1)
+        try:
+            raw: bytes = response.read(REPLY_LIMIT + 1)
+        except OSError as exc:  # the connection reset or timed out mid-reply
+            raise Unreachable(f"{self.name} ({self.url}) stopped answering: {self.shown(exc)}") from None
         if len(raw) > REPLY_LIMIT:
             raise CallFailed(f"{self.name}: {method} {path}: a reply of more than {REPLY_LIMIT} bytes")
         return raw
+
+    def _line(self, response: Any) -> bytes:
+        try:
+            line: bytes = response.readline(REPLY_LIMIT + 1)
+        except OSError as exc:  # the connection reset or timed out mid-stream
+            raise Unreachable(f"{self.name} ({self.url}) stopped answering: {self.shown(exc)}") from None
+        return line
 
     def get(self, path: str) -> dict[str, Any]:
         with self._request("GET", path) as response:
@@ -143,7 +159,7 @@ class Host:
         """The NDJSON events of a compose call, as they arrive."""
         method, path = endpoint.split(" ", 1)
         with self._request(method, path, body) as response:
-            while line := response.readline(REPLY_LIMIT + 1):
+            while line := self._line(response):
                 if len(line) > REPLY_LIMIT:
                     raise CallFailed(f"{self.name}: {endpoint}: an event of more than {REPLY_LIMIT} bytes")
                 if line.strip():
@@ -154,38 +170,73 @@ class Host:
 class Journal:
     """The steps done, one JSON line each; an apply run again skips them. Its first line
     names the plan (a digest of its file): a journal is never read against another plan,
-    whose step numbers would mean other calls."""
+    whose step numbers would mean other calls. It is locked while a run uses it: two
+    applies on one journal would each send every call."""
 
     path: Path
     plan: str
     done: set[str] = field(default_factory=set)
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    _lock: Any = None
 
     @classmethod
     def open(cls, path: Path, plan: str) -> Journal:
         journal = cls(path, plan)
-        if not path.exists():
-            path.write_text(json.dumps({"plan": plan}) + "\n", encoding="utf-8")
-            return journal
+        if not path.exists() and not path.is_symlink():
+            write_bytes_atomic(path, (json.dumps({"plan": plan}) + "\n").encode())
+        raw = read_regular(path, str(path), limit=JOURNAL_LIMIT)
+        if len(raw) > JOURNAL_LIMIT:
+            raise UsageError(f"{path}: larger than {JOURNAL_LIMIT} bytes: not a journal of rollout apply")
         try:
-            lines = [
-                json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-            ]
-        except (OSError, ValueError) as exc:
+            lines = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+        except (ValueError, RecursionError) as exc:
             raise UsageError(f"{path}: not a journal of rollout apply: {exc}") from None
-        if not lines or lines[0].get("plan") != plan:
+        if not lines or not all(isinstance(line, dict) for line in lines):
+            raise UsageError(f"{path}: not a journal of rollout apply: every line is a JSON object")
+        if lines[0].get("plan") != plan:
             raise UsageError(
                 f"{path} is the journal of another plan: its steps would be skipped in this one",
                 hint="move it away to start this plan from its first step, or pass --journal FILE",
             )
+        journal._lock = path.open("a", encoding="utf-8")  # held for the run
+        try:
+            fcntl.flock(journal._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            journal._lock.close()
+            raise RefusedError(
+                f"{path}: another apply is using this journal", hint="wait for it to finish"
+            ) from None
+        journal.lines = lines
         journal.done.update(str(line["key"]) for line in lines[1:] if "key" in line)
         return journal
 
+    def close(self) -> None:
+        """Release the lock (the next run may use the journal)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def record(self, key: str) -> None:
         self.done.add(key)
+        line = {"key": key, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self.lines.append(line)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(
-                json.dumps({"key": key, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n"
-            )
+            handle.write(json.dumps(line) + "\n")
+
+    def forget(self, host: str, path: str) -> None:
+        """Drop a file's steps on a host: after a failure, a run again starts that file
+        over (a rollback undid its steps; the ones done no longer hold)."""
+        prefix = f"{host}\t{path}\t"
+        self.done = {key for key in self.done if not key.startswith(prefix)}
+        self.lines = [line for line in self.lines if not str(line.get("key", "")).startswith(prefix)]
+        text = "".join(json.dumps(line) + "\n" for line in self.lines)
+        write_bytes_atomic(self.path, text.encode())
 
 
 def load_endpoints(path: Path, token: str) -> dict[str, Host]:
@@ -317,7 +368,14 @@ class Applier:
                 except CallFailed as exc:
                     self.report(f"FAILED {step['number']} {step['action']} {stage['service']}: {exc}")
                     self._undo(file, host, int(stage["number"]), passed_down)
+                    self.journal.forget(host.name, file["path"])
                     return False
+                except Unreachable as exc:
+                    # The host went away mid-file: what to send once it answers, then exit 3.
+                    self.report(f"FAILED {step['number']} {step['action']} {stage['service']}: {exc}")
+                    self._undo(file, host, int(stage["number"]), passed_down, send=False)
+                    self.journal.forget(host.name, file["path"])
+                    raise
                 self.journal.record(key)
                 passed_down = passed_down or step["action"] in ("down", "up")
         self.report(f"{file['path']} on {host.name}: every step passed")
@@ -334,13 +392,16 @@ class Applier:
         problems = deployer.problems(step["endpoint"], step["payload"])
         if problems:
             raise CallFailed(f"the plan's call would not be read as written: {problems[0]}")
-        events: list[dict[str, Any]] = []
-        for event in host.stream(step["endpoint"], step["payload"]):
-            events.append(event)
+        events: list[dict[str, Any]] = []  # the ones a step is judged by; output is printed, not kept
+        for count, event in enumerate(host.stream(step["endpoint"], step["payload"])):
+            if count > MAX_EVENTS:
+                raise CallFailed(f"more than {MAX_EVENTS} events from one call: a stream that does not end")
             if event.get("event") in ("stdout", "stderr"):
                 self.report(f"      {host.shown(event.get('data', ''))}")
+            else:
+                events.append(event)
         done = next((event for event in events if event.get("event") == "done"), None)
-        if done is None or not done.get("success"):
+        if done is None or done.get("success") is not True:
             code = done.get("exit_code") if done else "no done event"
             raise CallFailed(f"compose-manager's stream ended without success (exit {code})")
         if step["action"] == "stage" and not any(event.get("event") == "staged" for event in events):
@@ -400,8 +461,11 @@ class Applier:
         value = labels.get(str(check.get("key")))
         return None if value == check["expect"] else f"label {value}"
 
-    def _undo(self, file: Mapping[str, Any], host: Host, failed: int, passed_down: bool) -> None:
-        """The rollback stages that undo what already ran, in the rollback's order."""
+    def _undo(
+        self, file: Mapping[str, Any], host: Host, failed: int, passed_down: bool, *, send: bool = True
+    ) -> None:
+        """The rollback stages that undo what already ran, in the rollback's order: sent
+        with --rollback-on-failure (and `send`), else printed."""
         last = failed if passed_down else failed - 1
         stages = [stage for stage in file.get("rollback") or () if int(stage.get("undoes") or 0) <= last]
         if not stages:
@@ -409,7 +473,7 @@ class Applier:
             return
         if file.get("rollback_staging"):
             stages = [{"number": "R0", "service": "", "steps": [file["rollback_staging"]]}, *stages]
-        if not self.rollback_on_failure:
+        if not (self.rollback_on_failure and send):
             self.report("to undo what ran, send these calls in order (or apply with --rollback-on-failure):")
             for stage in stages:
                 for step in stage["steps"]:
@@ -439,13 +503,24 @@ def labels_of(row: Mapping[str, Any]) -> dict[str, str]:
     return dict(item.split("=", 1) for item in str(raw).split(",") if "=" in item)
 
 
+def ps_rows(output: str) -> list[dict[str, Any]]:
+    """The JSON objects of `docker ps --format json` output, one a line; any other line
+    (a warning docker printed, garbage from a host) is no container."""
+    rows = []
+    for line in output.splitlines():
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
 def containers(output: str, project: str, service: str) -> list[dict[str, Any]]:
     """The `docker ps --format json` rows of one service of one compose project."""
     rows = []
-    for line in output.splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for row in ps_rows(output):
         labels = labels_of(row)
         if (
             labels.get("com.docker.compose.project") == project

@@ -12,7 +12,6 @@ container's image against its definition's.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from rollout import git
 from rollout.diff.forms import load_documents
 from rollout.diff.snapshot import DEFAULT_PATHS
 from rollout.plan import deployer
-from rollout.plan.deploy import Host, labels_of
+from rollout.plan.deploy import Host, labels_of, ps_rows
 from rollout.plan.fleet import Placement
 from rollout.release import tagset
 from tierops.errors import InputError
@@ -127,12 +126,10 @@ def _services(data: bytes, file: str, tag: str, project: str, ps: str, say: Call
         str(name): service for name, service in (document.get("services") or {}).items()
     }
     running: dict[str, Mapping[str, Any]] = {}
-    for line in ps.splitlines():
-        if line.strip():
-            row = _row(line)
-            labels = labels_of(row)
-            if labels.get("com.docker.compose.project") == project:
-                running[labels.get("com.docker.compose.service", "")] = row
+    for row in ps_rows(ps):
+        labels = labels_of(row)
+        if labels.get("com.docker.compose.project") == project:
+            running[labels.get("com.docker.compose.service", "")] = row
     roles = roles_of(document)
     for name, service in defined.items():
         # A service behind a profile runs only when an up names it, and a one-shot job
@@ -145,11 +142,6 @@ def _services(data: bytes, file: str, tag: str, project: str, ps: str, say: Call
                 say(f"runs {image}, its definition at {tag} says {service['image']}", name)
     for name in sorted(set(running) - set(defined)):
         say(f"runs, but {file} at {tag} does not define it (an orphan)", name)
-
-
-def _row(line: str) -> dict[str, Any]:
-    row: dict[str, Any] = json.loads(line)
-    return row
 
 
 def render_text(seen: Sequence[Seen]) -> str:

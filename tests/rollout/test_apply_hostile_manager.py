@@ -4,7 +4,9 @@ A real HTTP server on 127.0.0.1 plays the host."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,8 +16,9 @@ from typing import Any, ClassVar
 import pytest
 
 from rollout.cli import main
-from rollout.plan import deploy
+from rollout.plan import deploy, deployer
 from rollout.plan.deploy import CallFailed, Host
+from tierops.errors import TieropsError, UsageError
 
 TOKEN = "tok-" + "9" * 12  # built here, not a credential-shaped literal
 Answer = Callable[[BaseHTTPRequestHandler], None]
@@ -30,6 +33,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.seen.append((self.path, self.headers.get("Authorization")))
+        # Read the request's body: a socket closed with it unread resets the connection.
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.answer()
 
     do_POST = do_GET
@@ -60,7 +65,9 @@ def _reply(status: int, body: bytes, **headers: str) -> Answer:
             handler.send_header(name, value)
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
-        handler.wfile.write(body)
+        # The client may stop reading a reply it refuses: not the server's failure.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            handler.wfile.write(body)
 
     return answer
 
@@ -145,3 +152,109 @@ def test_an_endpoint_that_is_no_url_is_refused_naming_the_file(
     err = capsys.readouterr().err
     assert err.startswith(f"{endpoints}: host h1: the endpoint {said}") and len(err.splitlines()) == 1
     assert "hunter2" not in err
+
+
+def test_a_token_with_an_accent_or_a_quote_is_masked_before_it_is_escaped() -> None:
+    for token in ("tök3n-" + "x" * 8, 'ab"cd' + "x" * 8):
+        assert Host("h1", "http://127.0.0.1:1", token).shown(f"v9.{token}") == "v9.<token>"
+    from rollout.commands.status import _masked
+
+    token = "tök3n-" + "x" * 8
+    assert _masked({"files": [{"deployed": f"v9.{token}"}]}, token) == {"files": [{"deployed": "v9.<token>"}]}
+
+
+def test_docker_ps_rows_that_are_not_json_objects_are_no_containers() -> None:
+    """docker may print a warning before its rows; a host may send anything."""
+    output = 'WARNING: something\n[1, 2]\n{"Labels": "a=b", "State": "running"}\n' + "[" * 100_000 + "\n"
+    assert deploy.ps_rows(output) == [{"Labels": "a=b", "State": "running"}]
+
+
+class _FakeHost:
+    """A host whose calls play a script: each is a list of events, or an exception."""
+
+    def __init__(self, script: list[Any]) -> None:
+        self.name, self.script = "h1", script
+        self.sent: list[str] = []
+
+    def shown(self, text: object) -> str:
+        return str(text)
+
+    def get(self, path: str) -> dict[str, Any]:
+        return {}
+
+    def stream(self, endpoint: str, body: Any) -> Iterator[dict[str, Any]]:
+        self.sent.append(endpoint)
+        answer = self.script.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        yield from answer
+
+
+def _two_step_plan() -> dict[str, Any]:
+    down = {"number": "1.1", "action": "down", "endpoint": "POST /compose/down", "payload": {"tag": "v0.0.2"}}
+    up = {"number": "1.2", "action": "up", "endpoint": "POST /compose/up", "payload": {"tag": "v0.0.2"}}
+    back = {"number": "R1.1", "action": "up", "endpoint": "POST /compose/up", "payload": {"tag": "v0.0.1"}}
+    return {
+        "files": [
+            {
+                "path": "prod/x.yaml",
+                "hosts": ["h1"],
+                "stages": [{"number": 1, "service": "a", "steps": [down, up]}],
+                "rollback": [{"number": "R1", "service": "a", "undoes": 1, "steps": [back]}],
+            }
+        ]
+    }
+
+
+DONE = [{"event": "done", "success": True, "exit_code": 0}]
+
+
+@pytest.mark.parametrize(
+    ("up_answer", "raised"),
+    [
+        ([{"event": "done", "success": "false", "exit_code": 1}], None),
+        (deploy.Unreachable("h1 (http://x) does not answer: reset"), deploy.Unreachable),
+    ],
+    ids=["success as a string", "the host gone mid-file"],
+)
+def test_a_failure_after_the_down_undoes_it_and_a_run_again_starts_the_file_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, up_answer: Any, raised: type[BaseException] | None
+) -> None:
+    monkeypatch.setattr(deployer, "problems", lambda endpoint, payload: [])  # payloads are not the point here
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text("{}", encoding="utf-8")
+    host = _FakeHost([DONE, up_answer, DONE])
+    lines: list[str] = []
+    with deploy.Journal.open(tmp_path / "journal", deploy.plan_digest(plan_path)) as journal:
+        hosts: dict[str, Any] = {"h1": host}
+        applier = deploy.Applier(_two_step_plan(), hosts, journal, lines.append, rollback_on_failure=True)
+        if raised is None:
+            assert applier.run() is False
+            assert host.sent == [
+                "POST /compose/down",
+                "POST /compose/up",
+                "POST /compose/up",
+            ]  # the rollback sent
+        else:
+            with pytest.raises(raised):
+                applier.run()
+            # Unreachable: the undo is printed, never sent to a host that does not answer.
+            assert (
+                "to undo what ran, send these calls in order (or apply with --rollback-on-failure):" in lines
+            )
+        assert journal.done == set()
+    with deploy.Journal.open(tmp_path / "journal", deploy.plan_digest(plan_path)) as again:
+        assert again.done == set()  # a run again sends the down and the up again
+
+
+def test_a_journal_that_is_a_fifo_or_not_a_journal_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(TieropsError, match="not a regular file"):
+        deploy.Journal.open(fifo, "sha256:x")
+    for text in ("[1]\n", "null\n", '{"plan": "sha256:x"}\n5\n'):
+        (tmp_path / "j").write_text(text, encoding="utf-8")
+        with pytest.raises(UsageError, match="not a journal of rollout apply"):
+            deploy.Journal.open(tmp_path / "j", "sha256:x")
+    with pytest.raises(UsageError, match="no directory to write into"):
+        deploy.Journal.open(tmp_path / "nodir" / "j", "sha256:x")

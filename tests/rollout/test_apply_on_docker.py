@@ -304,15 +304,10 @@ def test_a_verification_that_waits_says_so_while_it_waits(
     plan_path = plan_to(world, stack(service("3602", SICK), service()), monkeypatch, capsys)
     lines: list[str] = []
     hosts = {"local": Host("local", world.url, TOKEN)}
-    applier = Applier(
-        load_plan(plan_path),
-        hosts,
-        Journal.open(tmp_path / "journal", plan_digest(plan_path)),
-        lines.append,
-        wait=2,
-        poll=0.25,
-        report_every=0.5,
-    )
-    assert applier.run() is False
+    with Journal.open(tmp_path / "journal", plan_digest(plan_path)) as journal:
+        applier = Applier(
+            load_plan(plan_path), hosts, journal, lines.append, wait=2, poll=0.25, report_every=0.5
+        )
+        assert applier.run() is False
     waiting = [line for line in lines if line.startswith("      waiting: healthy")]
     assert waiting and all(" s of 2 s)" in line for line in waiting)

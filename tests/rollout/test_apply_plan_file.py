@@ -10,7 +10,7 @@ import pytest
 
 from rollout.cli import main
 from rollout.plan.deploy import Journal, plan_digest
-from tierops.errors import UsageError
+from tierops.errors import RefusedError, UsageError
 
 PLAN: dict[str, Any] = {
     "format": "tierops.rollout.plan/2",
@@ -78,17 +78,23 @@ def test_an_unreachable_host_is_named_and_exits_3(tmp_path: Path, capsys: pytest
 def test_a_journal_of_another_plan_is_refused_not_read(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(PLAN), encoding="utf-8")
-    journal = Journal.open(tmp_path / "plan.json.journal", plan_digest(plan))
-    journal.record("h1\tprod/x.yaml\t1.1")
+    with Journal.open(tmp_path / "plan.json.journal", plan_digest(plan)) as journal:
+        journal.record("h1\tprod/x.yaml\t1.1")
+        # While one run holds it, another is refused: both would send every call.
+        with pytest.raises(RefusedError, match="another apply is using this journal"):
+            Journal.open(tmp_path / "plan.json.journal", plan_digest(plan))
     # The same plan resumes: the step done is known.
-    assert Journal.open(tmp_path / "plan.json.journal", plan_digest(plan)).done == {"h1\tprod/x.yaml\t1.1"}
+    with Journal.open(tmp_path / "plan.json.journal", plan_digest(plan)) as again:
+        assert again.done == {"h1\tprod/x.yaml\t1.1"}
     # A plan written again (another change, the same file name) is another plan.
     plan.write_text(json.dumps({**PLAN, "tags": {**PLAN["tags"], "new": "v0.0.3"}}), encoding="utf-8")
     with pytest.raises(UsageError, match="is the journal of another plan"):
         Journal.open(tmp_path / "plan.json.journal", plan_digest(plan))
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--poll", "0"), ("--poll", "nan"), ("--wait", "-1")])
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--poll", "0"), ("--poll", "nan"), ("--wait", "-1"), ("--poll", "1e300")]
+)
 def test_a_poll_or_wait_that_is_not_a_positive_number_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
 ) -> None:
@@ -96,4 +102,6 @@ def test_a_poll_or_wait_that_is_not_a_positive_number_is_refused(
     path.write_text("{}", encoding="utf-8")
     code = main(["apply", str(path), "--endpoints", str(tmp_path / "hosts.yaml"), flag, value])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith("--poll and --wait must be positive numbers of seconds")
+    assert code == 2 and err.startswith(
+        "--poll and --wait must be numbers of seconds from 0 (excluded) to 86400"
+    )
