@@ -47,6 +47,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from email.message import Message
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +77,10 @@ TIMEOUT_S = 30.0
 
 
 class GitHubError(TieropsError):
-    """The API refused or failed a request."""
+    """The API refused or failed a request (`status`: the HTTP status it answered, if any)."""
 
     exit_code = ExitCode.INTERNAL
+    status: int | None = None
 
 
 # --------------------------------------------------------------------------- the artifact
@@ -329,7 +331,10 @@ class GitHub:
                 payload = _read_by(response, deadline)
                 status, headers = response.status, response.headers
         except urllib.error.HTTPError as error:
-            raise GitHubError(f"{method} {_path(url)}: HTTP {error.code} {error.reason}") from None
+            error.close()  # it holds the connection
+            failed = GitHubError(f"{method} {_path(url)}: HTTP {error.code} {error.reason}")
+            failed.status = error.code
+            raise failed from None
         # HTTPException and ValueError: a URL it cannot send, a reply it cannot read.
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:
             raise GitHubError(f"{method} {_path(url)}: {visible(str(error))}") from None
@@ -356,10 +361,18 @@ class GitHub:
                 raise GitHubError(f"GET {_path(url)}: not a list of comments")
             yield from (item for item in response.data if isinstance(item, dict))
             url = next_link(response.headers.get("Link"))
-        raise GitHubError(f"more than {MAX_PAGES} pages of comments on #{number}")
+        if url is not None:  # the last page read still names a next one
+            raise GitHubError(f"more than {MAX_PAGES} pages of comments on #{number}")
 
-    def pull_request(self, number: int) -> dict[str, Any]:
-        data = self.request("GET", self.url(f"pulls/{number}")).data
+    def pull_request(self, number: int) -> dict[str, Any] | None:
+        """The pull request `number`, or None when there is none (GitHub answers 404 for
+        an unused number or an issue's)."""
+        try:
+            data = self.request("GET", self.url(f"pulls/{number}")).data
+        except GitHubError as error:
+            if error.status == HTTPStatus.NOT_FOUND:
+                return None
+            raise
         if not isinstance(data, dict):
             raise GitHubError(f"GET pulls/{number}: not a pull request")
         return data
@@ -425,6 +438,8 @@ def _id(comment: Any) -> int:
 def post(api: GitHub, artifact: Artifact, head_sha: str, *, run_url: str | None, author: str) -> Posted:
     """Post the artifact's comment, if its pull request's head is still the checked commit."""
     pull = api.pull_request(artifact.pull_request)
+    if pull is None:  # the number is a hint from the artifact: one naming no pull request is skipped
+        return Posted("skipped", None, f"#{artifact.pull_request} is no pull request of {api.repo}")
     head = pull.get("head")
     if not isinstance(head, dict) or head.get("sha") != head_sha:
         # A forged number (another pull request), or a newer push whose own run will post.

@@ -118,6 +118,30 @@ def test_a_forged_pull_request_number_posts_nothing(
         assert state.writes() == []
 
 
+def test_a_number_that_names_no_pull_request_posts_nothing(
+    tmp_path: Path, token: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GitHub answers 404 for an issue's number or an unused one: the artifact's number
+    is only a hint, so that is a skip, never an internal error."""
+    with fake_github(REPO) as (api, state):
+        assert cli(write_artifact(tmp_path, number=9), api) == 0
+        assert capsys.readouterr().out == f"not posted to {REPO}#9: #9 is no pull request of {REPO}\n"
+        assert state.writes() == []
+
+
+def test_exactly_the_page_limit_of_comments_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A last page that names no next one ends the listing, at the limit too."""
+    monkeypatch.setattr(comment, "MAX_PAGES", 3)
+    with fake_github(REPO) as (api, state):
+        for index in range(300):
+            state.add(7, f"comment {index}", login="someone")
+        github = GitHub(api, TOKEN, REPO)
+        assert len(list(github.comments(7))) == 300
+        state.add(7, "one more", login="someone")
+        with pytest.raises(GitHubError, match="more than 3 pages"):
+            list(github.comments(7))
+
+
 def test_a_closed_pull_request_gets_no_comment(tmp_path: Path, token: None) -> None:
     with fake_github(REPO) as (api, state):
         state.pulls[7] = {"number": 7, "state": "closed", "head": {"sha": COMMIT}}
