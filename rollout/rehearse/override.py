@@ -212,6 +212,85 @@ def _host_paths(
     return volumes
 
 
+# What would give a rehearsed container the host itself: its processes, network, IPC,
+# devices or more privileges than a default container. Removed (`!reset`); a stand-in
+# needs none of them.
+_HOST_ACCESS = ("privileged", "cap_add", "devices", "security_opt", "volumes_from", "group_add")
+_HOST_NAMESPACES = ("pid", "ipc", "uts", "userns_mode", "cgroup")
+
+
+def _host_access(name: str, spec: dict[str, Any], fields: dict[str, Any], changes: list[Change]) -> None:
+    why = "a rehearsal never gives a container the host's processes, network, devices or privileges"
+    for key in _HOST_ACCESS:
+        if spec.get(key):
+            fields[key] = Tagged("!reset", None)
+            changes.append(Change(name, f"{key} removed", why))
+    for key in (*_HOST_NAMESPACES, "network_mode"):
+        value = str(spec.get(key) or "")
+        if value == "host" or value.startswith(
+            "container:"
+        ):  # the host's, or a container outside the project
+            fields[key] = Tagged("!reset", None)
+            changes.append(Change(name, f"{key} {value} removed", why))
+
+
+def _top_level(model: dict[str, Any], work: Path, changes: list[Change]) -> list[str]:
+    """Top-level volumes, secrets and configs that would reach the host: a volume bound to
+    a host path or naming an existing one becomes a plain volume of the project, a
+    secret or config read from a host file an empty file here."""
+    lines: list[str] = []
+    volumes = {
+        name: spec
+        for name, spec in (model.get("volumes") or {}).items()
+        if isinstance(spec, dict) and (spec.get("driver_opts") or spec.get("external") or spec.get("driver"))
+    }
+    if volumes:
+        lines.append("volumes:")
+        for name in volumes:
+            reset = {key: Tagged("!reset", None) for key in ("driver", "driver_opts", "external", "name")}
+            lines.append(f"  {json.dumps(name)}: {flow(reset)}")
+            changes.append(
+                Change(
+                    f"volume {name}",
+                    "a plain volume of the project",
+                    "its host path or existing volume stays untouched",
+                )
+            )
+    for section in ("secrets", "configs"):
+        files = {
+            name: spec
+            for name, spec in (model.get(section) or {}).items()
+            if isinstance(spec, dict) and spec.get("file")
+        }
+        if files:
+            lines.append(f"{section}:")
+            for name, spec in files.items():
+                empty = work / section / name
+                empty.parent.mkdir(parents=True, exist_ok=True)
+                empty.write_bytes(b"")
+                lines.append(f"  {json.dumps(name)}: {flow({'file': str(empty)})}")
+                changes.append(
+                    Change(
+                        f"{section[:-1]} {name}",
+                        f"{spec['file']} -> an empty file",
+                        "a host file of the prod machine is never read",
+                    )
+                )
+    return lines
+
+
+def _clamp_ulimits(name: str, spec: dict[str, Any], fields: dict[str, Any], changes: list[Change]) -> None:
+    ulimits = _ulimits(spec.get("ulimits") or {})
+    if ulimits:
+        fields["ulimits"] = ulimits
+        for key, value in ulimits.items():
+            changes.append(
+                Change(
+                    name, f"ulimit {key} {spec['ulimits'][key]} -> {value}", "above this machine's hard limit"
+                )
+            )
+
+
 def _ulimits(wanted: dict[str, Any]) -> dict[str, int]:
     """The file's ulimits that exceed this machine's hard limits, clamped to them: the
     daemon refuses to start a container asking for more (a prod host raises its own)."""
@@ -287,17 +366,8 @@ def render(
         if devices:
             fields["deploy"] = {"resources": {"reservations": {"devices": Tagged("!reset", [])}}}
             changes.append(Change(name, "GPU reservation removed", "no GPUs here"))
-        ulimits = _ulimits(spec.get("ulimits") or {})
-        if ulimits:
-            fields["ulimits"] = ulimits
-            for key, value in ulimits.items():
-                changes.append(
-                    Change(
-                        name,
-                        f"ulimit {key} {spec['ulimits'][key]} -> {value}",
-                        "above this machine's hard limit",
-                    )
-                )
+        _clamp_ulimits(name, spec, fields, changes)
+        _host_access(name, spec, fields, changes)
         volumes = _host_paths(stack, name, spec, work, changes)
         if volumes:
             fields["volumes"] = volumes
@@ -355,4 +425,5 @@ def render(
         changes.append(
             Change(GATEWAY, "service added", "stands in for the outside gateway the file announces to")
         )
+    lines += _top_level(stack.model, work, changes)
     return Override("\n".join(lines) + "\n", changes, bool(gateway_networks))

@@ -300,3 +300,30 @@ def test_a_lone_carriage_return_stays_inside_its_line_as_compose_reads_it(tmp_pa
     env = tmp_path / "ok.env"
     env.write_bytes(b"A=dummy-a\nB=dummy-b\n# note\rC=not-a-line\n")
     assert rehearse_cli.read_env(env) == {"A": "dummy-a", "B": "dummy-b"}
+
+
+def test_nothing_of_the_host_reaches_a_rehearsed_container(tmp_path: Path) -> None:
+    """Its processes, network, devices and privileges, a volume bound to a host path or
+    naming an existing one, and a secret or config read from a host file: each is reset
+    or replaced, and said. (Checked on a real daemon: the host directory stayed
+    untouched, pid 1 was the stand-in, only eth0 and lo were seen.)"""
+    hostile = model()
+    box = next(iter(hostile["services"].values()))
+    box.update(privileged=True, cap_add=["ALL"], devices=["/dev/x:/dev/x"], pid="host", network_mode="host")
+    box["ipc"] = "container:other"
+    hostile["volumes"] = {"hv": {"driver_opts": {"type": "none", "o": "bind", "device": "/srv"}}, "ok": {}}
+    hostile["secrets"] = {"s": {"file": "/etc/host-secret"}}
+    hostile["configs"] = {"c": {"file": "/etc/host-config"}, "inline": {"content": "x"}}
+    override = render(read_stack(hostile), "p", TAGS, tmp_path)
+    for key in ("privileged", "cap_add", "devices", "pid", "network_mode", "ipc"):
+        assert f"    {key}: !reset null" in override.text, key
+    assert (
+        '  "hv": {"driver": !reset null, "driver_opts": !reset null, "external": !reset null, "name": !reset null}'
+        in override.text
+    )
+    assert '"ok"' not in override.text and "/etc/host" not in override.text
+    assert f'  "s": {{"file": "{tmp_path / "secrets" / "s"}"}}' in override.text
+    assert (tmp_path / "configs" / "c").read_bytes() == b"" and '"inline"' not in override.text
+    said = [change.line() for change in override.changes]
+    assert any("network_mode host removed" in line for line in said)
+    assert any("secret s: /etc/host-secret -> an empty file" in line for line in said)
