@@ -4,66 +4,30 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 import pytest
 
 from ci import comment
 from ci.comment import GitHub, GitHubError
+from tests.httpstub import Answer, reply, servers
 from tierops.errors import UsageError
 from tierops.markdown_inert import inert
 
-Answer = Callable[[BaseHTTPRequestHandler], None]
 TOKEN = "gh-test-" + "7" * 8  # built here, not a credential-shaped literal
-
-
-class _Handler(BaseHTTPRequestHandler):
-    answer: ClassVar[Answer]
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        # Read the request's body: a socket closed with it unread resets the connection.
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.answer()
-
-    do_PATCH = do_POST = do_GET
 
 
 @pytest.fixture
 def api() -> Iterator[Callable[[Answer], GitHub]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(answer: Answer) -> GitHub:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Handler,), {"answer": answer}))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return GitHub(f"http://127.0.0.1:{server.server_address[1]}", TOKEN, "o/r")
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    with servers() as start:
+        yield lambda answer: GitHub(start(answer)[0], TOKEN, "o/r")
 
 
 def _json(body: bytes, **headers: str) -> Answer:
-    def answer(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        for name, value in headers.items():
-            handler.send_header(name, value)
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
-        # The client may stop reading a reply it refuses: not the server's failure.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            handler.wfile.write(body)
-
-    return answer
+    return reply(200, body, **{"Content-Type": "application/json", **headers})
 
 
 def test_a_next_link_with_a_space_is_a_failed_request(api: Any) -> None:

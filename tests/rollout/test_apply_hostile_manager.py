@@ -4,77 +4,32 @@ A real HTTP server on 127.0.0.1 plays the host."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from rollout.cli import main
 from rollout.plan import deploy, deployer
 from rollout.plan.deploy import CallFailed, Host
+from tests.httpstub import Answer, Seen, reply, servers
 from tierops.errors import TieropsError, UsageError
 
 TOKEN = "tok-" + "9" * 12  # built here, not a credential-shaped literal
-Answer = Callable[[BaseHTTPRequestHandler], None]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    answer: ClassVar[Answer]
-    seen: ClassVar[list[tuple[str, str | None]]]
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.seen.append((self.path, self.headers.get("Authorization")))
-        # Read the request's body: a socket closed with it unread resets the connection.
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.answer()
-
-    do_POST = do_GET
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[Answer], tuple[str, list[tuple[str, str | None]]]]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(answer: Answer) -> tuple[str, list[tuple[str, str | None]]]:
-        seen: list[tuple[str, str | None]] = []
-        handler = type("Handler", (_Handler,), {"answer": answer, "seen": seen})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}", seen
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
-
-
-def _reply(status: int, body: bytes, **headers: str) -> Answer:
-    def answer(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(status)
-        for name, value in headers.items():
-            handler.send_header(name, value)
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
-        # The client may stop reading a reply it refuses: not the server's failure.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            handler.wfile.write(body)
-
-    return answer
+def serve() -> Iterator[Callable[[Answer], tuple[str, Seen]]]:
+    with servers() as start:
+        yield start
 
 
 def test_a_redirect_is_not_followed_so_the_token_goes_nowhere_else(serve: Any) -> None:
-    elsewhere, seen_there = serve(_reply(200, b"{}"))
-    url, _ = serve(_reply(302, b"", Location=f"{elsewhere}/status"))
+    elsewhere, seen_there = serve(reply(200, b"{}"))
+    url, _ = serve(reply(302, b"", Location=f"{elsewhere}/status"))
     with pytest.raises(CallFailed, match=r"a redirect to .* not followed"):
         Host("h1", url, TOKEN).get("/status")
     assert seen_there == []
@@ -86,11 +41,11 @@ def test_a_redirect_is_not_followed_so_the_token_goes_nowhere_else(serve: Any) -
 def test_a_reply_that_is_not_a_json_object_is_a_failed_call(serve: Any, body: bytes) -> None:
     """A failed call takes apply's failure path, which undoes what passed its down; a
     ValueError ended the run as a bug and left a service down."""
-    url, _ = serve(_reply(200, body))
+    url, _ = serve(reply(200, body))
     with pytest.raises(CallFailed, match="not a reply of compose-manager"):
         Host("h1", url, TOKEN).get("/status")
     streamed = b'{"event": "stdout", "data": "ok"}\n' + body + b"\n"
-    url, _ = serve(_reply(200, streamed))
+    url, _ = serve(reply(200, streamed))
     events = Host("h1", url, TOKEN).stream("POST /compose/up", {})
     assert next(events) == {"event": "stdout", "data": "ok"}
     with pytest.raises(CallFailed, match="not a reply of compose-manager"):
@@ -99,7 +54,7 @@ def test_a_reply_that_is_not_a_json_object_is_a_failed_call(serve: Any, body: by
 
 def test_a_reply_past_the_limit_is_not_read(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deploy, "REPLY_LIMIT", 1000)
-    url, _ = serve(_reply(200, b'{"a": "' + b"x" * 5000 + b'"}'))
+    url, _ = serve(reply(200, b'{"a": "' + b"x" * 5000 + b'"}'))
     with pytest.raises(CallFailed, match="a reply of more than 1000 bytes"):
         Host("h1", url, TOKEN).get("/status")
 
@@ -124,7 +79,7 @@ def test_a_host_that_fails_its_status_is_exit_3_before_any_call(
     serve: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COMPOSE_MANAGER_TOKEN", TOKEN)
-    url, seen = serve(_reply(500, json.dumps({"error": f"boom {TOKEN}\nline"}).encode()))
+    url, seen = serve(reply(500, json.dumps({"error": f"boom {TOKEN}\nline"}).encode()))
     endpoints = tmp_path / "hosts.yaml"
     endpoints.write_text(f"h1: {url}\n", encoding="utf-8")
     assert main(["apply", str(_plan(tmp_path)), "--endpoints", str(endpoints)]) == 3
