@@ -47,6 +47,7 @@ TOKEN_ENV = "COMPOSE_MANAGER_TOKEN"
 # more is not its reply, and is not read into memory.
 REPLY_LIMIT = 16 << 20
 MAX_EVENTS = 1_000_000
+REPLY_S = 120.0  # a status, `docker ps` or logs reply: seconds for all of it
 JOURNAL_LIMIT = (
     16 << 20
 )  # a line a step: a journal this large is not one  # a compose call prints a line per container step, not millions
@@ -91,14 +92,16 @@ class Host:
         line = visible(line).replace("\n", "\\u000a")  # after the mask: it escapes what a token may hold
         return line if len(line) <= 300 else line[:297] + "..."
 
-    def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+    def _request(
+        self, method: str, path: str, body: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url.rstrip("/") + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {self.token}")
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            return _OPENER.open(request, timeout=self.timeout)
+            return _OPENER.open(request, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as exc:
             with exc:
                 try:
@@ -132,10 +135,22 @@ class Host:
         return value
 
     def _read(self, response: Any, method: str, path: str) -> bytes:
+        """A whole reply within REPLY_S (a host that sends a byte at a time never trips
+        the per-read timeout, and a verification must end within its --wait)."""
+        deadline = time.monotonic() + REPLY_S
+        chunks: list[bytes] = []
+        size = 0
         try:
-            raw: bytes = response.read(REPLY_LIMIT + 1)
+            while size <= REPLY_LIMIT and (chunk := response.read1(min(1 << 16, REPLY_LIMIT + 1 - size))):
+                if time.monotonic() > deadline:
+                    raise Unreachable(
+                        f"{self.name} ({self.url}): {method} {path}: no whole reply within {REPLY_S:.0f} s"
+                    )
+                chunks.append(chunk)
+                size += len(chunk)
         except OSError as exc:  # the connection reset or timed out mid-reply
             raise Unreachable(f"{self.name} ({self.url}) stopped answering: {self.shown(exc)}") from None
+        raw = b"".join(chunks)
         if len(raw) > REPLY_LIMIT:
             raise CallFailed(f"{self.name}: {method} {path}: a reply of more than {REPLY_LIMIT} bytes")
         return raw
@@ -148,11 +163,11 @@ class Host:
         return line
 
     def get(self, path: str) -> dict[str, Any]:
-        with self._request("GET", path) as response:
+        with self._request("GET", path, timeout=REPLY_S) as response:
             return self._object(self._read(response, "GET", path), "GET", path)
 
     def post_json(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        with self._request("POST", path, body) as response:
+        with self._request("POST", path, body, timeout=REPLY_S) as response:
             return self._object(self._read(response, "POST", path), "POST", path)
 
     def stream(self, endpoint: str, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

@@ -4,9 +4,12 @@ A real HTTP server on 127.0.0.1 plays the host."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +216,27 @@ def test_a_journal_that_is_a_fifo_or_not_a_journal_is_refused_without_waiting(tm
             deploy.Journal.open(tmp_path / "j", "sha256:x")
     with pytest.raises(UsageError, match="no directory to write into"):
         deploy.Journal.open(tmp_path / "nodir" / "j", "sha256:x")
+
+
+def test_a_reply_sent_a_byte_at_a_time_ends_at_its_deadline(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each byte within the per-read timeout, the whole never: a verification polling
+    such a host would never reach its --wait."""
+    monkeypatch.setattr(deploy, "REPLY_S", 1.0)
+
+    def trickle(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", "100")
+        handler.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            for _ in range(40):
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                time.sleep(0.1)
+
+    url, _ = serve(trickle)
+    started = time.monotonic()
+    with pytest.raises(deploy.Unreachable, match="no whole reply within 1 s"):
+        Host("h1", url, TOKEN).get("/docker/ps")
+    assert time.monotonic() - started < 3
