@@ -27,8 +27,9 @@ It refuses to start while a host reports an operation in flight (GET /status: a 
 call would get 409). It stops at the first failure and undoes what was already past its
 down, in the plan's rollback order: with --rollback-on-failure it sends those calls,
 else it prints them. A journal (--journal, default PLAN.journal) records each step done:
-run the same command again to resume where it stopped; a journal of another plan is
-refused, never read against this one. The bearer token is read from
+run the same command again to resume where an interruption stopped it (after a failure,
+the failed file starts over on that host); a journal of another plan, or one another
+apply is using, is refused, never read against this one. The bearer token is read from
 ${TOKEN_ENV} and never printed.
 """
 EPILOG = epilog("a step failed (what ran was rolled back, or the rollback was printed)").replace(
