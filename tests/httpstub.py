@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -65,3 +66,16 @@ def reply(status: int, body: bytes, **headers: str) -> Answer:
             handler.wfile.write(body)
 
     return answer
+
+
+def trickle(handler: BaseHTTPRequestHandler) -> None:
+    """An answer that sends its body a byte every 0.1 s, for 4 s: each read within any
+    per-read timeout, the whole reply never within a short deadline."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "100")
+    handler.end_headers()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        for _ in range(40):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.1)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
@@ -13,7 +12,7 @@ import pytest
 
 from ci import comment
 from ci.comment import GitHub, GitHubError
-from tests.httpstub import Answer, reply, servers
+from tests.httpstub import Answer, reply, servers, trickle
 from tierops.errors import UsageError
 from tierops.markdown_inert import inert
 
@@ -51,16 +50,6 @@ def test_a_reply_nested_past_the_recursion_limit_is_not_json(api: Any) -> None:
 
 def test_a_reply_sent_a_byte_at_a_time_ends_at_the_timeout(api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(comment, "TIMEOUT_S", 1.0)
-
-    def trickle(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Length", "100")
-        handler.end_headers()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            for _ in range(40):
-                handler.wfile.write(b" ")
-                handler.wfile.flush()
-                time.sleep(0.1)
 
     github = api(trickle)
     started = time.monotonic()

@@ -4,12 +4,10 @@ A real HTTP server on 127.0.0.1 plays the host."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ import pytest
 from rollout.cli import main
 from rollout.plan import deploy, deployer
 from rollout.plan.deploy import CallFailed, Host
-from tests.httpstub import Answer, Seen, reply, servers
+from tests.httpstub import Answer, Seen, reply, servers, trickle
 from tierops.errors import TieropsError, UsageError
 
 TOKEN = "tok-" + "9" * 12  # built here, not a credential-shaped literal
@@ -224,16 +222,6 @@ def test_a_reply_sent_a_byte_at_a_time_ends_at_its_deadline(
     """Each byte within the per-read timeout, the whole never: a verification polling
     such a host would never reach its --wait."""
     monkeypatch.setattr(deploy, "REPLY_S", 1.0)
-
-    def trickle(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Length", "100")
-        handler.end_headers()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            for _ in range(40):
-                handler.wfile.write(b" ")
-                handler.wfile.flush()
-                time.sleep(0.1)
 
     url, _ = serve(trickle)
     started = time.monotonic()
