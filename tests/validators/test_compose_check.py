@@ -399,13 +399,19 @@ def test_a_file_name_and_composes_own_lines_reach_the_terminal_escaped(
     assert "evil\\u001b[2J\\u001b]0;t\\u0007.yaml" in out
 
 
+def _users_json(tmp_path: Path, name: str, text: str) -> tuple[Path, Path]:
+    """A directory the user names as --rendered-dir, holding a JSON file of their own."""
+    rendered = tmp_path / "mine"
+    rendered.mkdir()
+    theirs = rendered / name
+    theirs.write_text(text, encoding="utf-8")
+    return rendered, theirs
+
+
 def test_a_failed_render_never_deletes_a_file_in_a_named_rendered_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rendered = tmp_path / "mine"
-    rendered.mkdir()
-    theirs = rendered / "schema.json"
-    theirs.write_text('{"mine": true}\n', encoding="utf-8")
+    rendered, theirs = _users_json(tmp_path, "schema.json", '{"mine": true}\n')
     broken = tmp_path / "schema.yaml"
     broken.write_text(
         "services:\n  web:\n    image: busybox\n    enviroment:\n      A: b\n", encoding="utf-8"
@@ -418,10 +424,7 @@ def test_a_failed_render_never_deletes_a_file_in_a_named_rendered_dir(
 def test_a_render_never_replaces_a_users_json_of_the_same_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rendered = tmp_path / "mine"
-    rendered.mkdir()
-    theirs = rendered / "renovate.json"
-    theirs.write_text('{"extends": []}\n', encoding="utf-8")
+    rendered, theirs = _users_json(tmp_path, "renovate.json", '{"extends": []}\n')
     named = tmp_path / "renovate.yaml"
     named.write_text("services:\n  web:\n    image: busybox\n", encoding="utf-8")
     code, _lines, err = _run(capsys, "--rendered-dir", str(rendered), str(named))
